@@ -1,0 +1,29 @@
+import Foundation
+import Operations
+
+/// A condition decided by a closure: satisfied when it returns `true`.
+///
+/// Fails with `ConditionError.blockConditionFailed` when the closure returns `false`; when it
+/// throws, the thrown error is the failure. The closure runs on the thread that evaluates the
+/// condition: keep it quick.
+///
+/// ```swift
+/// sync.addCondition(BlockCondition { settings.syncEnabled })
+/// ```
+public struct BlockCondition: OperationCondition {
+    private let check: @Sendable () throws -> Bool
+
+    /// Creates a condition satisfied when `check` returns `true`.
+    public init(_ check: @escaping @Sendable () throws -> Bool) {
+        self.check = check
+    }
+
+    /// Runs the closure.
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        do {
+            completion(try check() ? .satisfied : .failed(ConditionError.blockConditionFailed))
+        } catch {
+            completion(.failed(error))
+        }
+    }
+}

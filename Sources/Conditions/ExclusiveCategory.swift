@@ -1,0 +1,29 @@
+import Foundation
+import Operations
+
+/// Lets at most one operation carrying a category of the same name execute at a time,
+/// process-wide: `MutuallyExclusive` for categories named by a string.
+///
+/// ```swift
+/// upload.addCondition(ExclusiveCategory("network.upload"))
+/// ```
+public struct ExclusiveCategory: OperationCondition {
+    /// The category's name.
+    public let category: String
+
+    /// Creates the condition for the category named `category`.
+    public init(_ category: String) {
+        self.category = category
+    }
+
+    /// "ExclusiveCategory(name)".
+    public var name: String { "ExclusiveCategory(\(category))" }
+
+    /// The single category, `category`.
+    public var mutuallyExclusiveCategories: Set<String> { [category] }
+
+    /// Always satisfied: the exclusion itself is the condition's effect.
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}

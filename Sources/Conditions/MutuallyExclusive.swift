@@ -1,0 +1,31 @@
+import Foundation
+import Operations
+
+/// Lets at most one operation carrying this condition execute at a time, process-wide, for the
+/// category named after `Category`.
+///
+/// Operations of a category start in the order they were added to their queues, on every
+/// `AsyncOperationQueue`. An operation with several mutually exclusive conditions holds all of
+/// their categories at once; overlapping categories never deadlock. Cancelling or failing an
+/// operation frees its categories. A waiting operation occupies no concurrency slot.
+///
+/// ```swift
+/// enum Database {}
+/// migrate.addCondition(MutuallyExclusive<Database>())
+/// backup.addCondition(MutuallyExclusive<Database>())   // never runs alongside `migrate`
+/// ```
+public struct MutuallyExclusive<Category>: OperationCondition {
+    /// Creates the condition for the category named after `Category`.
+    public init() {}
+
+    /// "MutuallyExclusive<Category>".
+    public var name: String { "MutuallyExclusive<\(String(describing: Category.self))>" }
+
+    /// The single category, named after `Category` (its full type name).
+    public var mutuallyExclusiveCategories: Set<String> { [String(reflecting: Category.self)] }
+
+    /// Always satisfied: the exclusion itself is the condition's effect.
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}

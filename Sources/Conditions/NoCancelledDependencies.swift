@@ -1,0 +1,18 @@
+import Foundation
+import Operations
+
+/// Fails if any of the operation's dependencies was cancelled.
+///
+/// Fails with `ConditionError.dependenciesCancelled`, naming them.
+public struct NoCancelledDependencies: OperationCondition {
+    /// Creates the condition.
+    public init() {}
+
+    /// Evaluates against the operation's dependencies, which have all finished by now.
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        let cancelled = operation.dependencies
+            .filter(\.isCancelled)
+            .map { $0.name ?? String(describing: type(of: $0)) }
+        completion(cancelled.isEmpty ? .satisfied : .failed(ConditionError.dependenciesCancelled(cancelled)))
+    }
+}

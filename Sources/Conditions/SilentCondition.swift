@@ -1,0 +1,30 @@
+import Foundation
+import Operations
+
+/// Evaluates a condition without producing its dependency.
+///
+/// Use it to check, for instance, whether permission was already granted, without asking.
+/// Keeps the inner condition's name, categories and evaluation.
+public struct SilentCondition<Inner: OperationCondition>: OperationCondition {
+    /// The condition evaluated silently.
+    public let inner: Inner
+
+    /// Wraps `inner`.
+    public init(_ inner: Inner) {
+        self.inner = inner
+    }
+
+    /// "Silent<inner name>".
+    public var name: String { "Silent<\(inner.name)>" }
+
+    /// The inner condition's categories.
+    public var mutuallyExclusiveCategories: Set<String> { inner.mutuallyExclusiveCategories }
+
+    /// Always `nil`: the point of the wrapper.
+    public func dependency(for operation: AsyncOperation) -> Foundation.Operation? { nil }
+
+    /// Evaluates `inner`.
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        inner.evaluate(for: operation, completion: completion)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+
+extension AsyncOperation {
+    /// Adds a condition the operation must meet before it executes.
+    ///
+    /// Add conditions before the operation is added to a queue (or while it still waits for its
+    /// dependencies). Later additions are reported as `.configuredTooLate` and ignored.
+    ///
+    /// ```swift
+    /// operation.addCondition(MutuallyExclusive<Database>())
+    /// ```
+    public final func addCondition(_ condition: any OperationCondition) {
+        let accepted = lifecycle.withLock { state -> Bool in
+            guard state.phase <= .pending else { return false }
+            state.conditions.append(condition)
+            return true
+        }
+        guard accepted else {
+            OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
+            return
+        }
+        let alreadyEnqueued = lifecycle.withLock { $0.phase == .pending }
+        if alreadyEnqueued, let dependency = condition.dependency(for: self) {
+            addConditionDependency(dependency, to: lifecycle.withLock { $0.queue })
+        }
+    }
+
+    // MARK: - The way to execution
+
+    /// Attaches the conditions' dependencies, then waits for every dependency, evaluates the
+    /// conditions and acquires the categories; `queue` receives the condition dependencies.
+    func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
+        for condition in conditions {
+            if let dependency = condition.dependency(for: self) {
+                addConditionDependency(dependency, to: queue)
+            }
+        }
+        advance(lifecycle.withLock { $0.finishEnqueuing() })
+    }
+
+    private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
+        lifecycle.withLock { $0.dependencies.append(dependency) }
+        startWaiting(for: dependency)
+        (queue ?? FallbackQueue.shared).addOperation(dependency)
+    }
+
+    func advance(_ action: OperationLifecycle.AdvanceAction) {
+        switch action {
+        case .none:
+            break
+        case let .finish(errors):
+            finish(errors: errors)
+        case let .conditionsPassed(categories):
+            acquire(categories)
+        case let .evaluateConditions(conditions):
+            evaluate(conditions)
+        }
+    }
+
+    private func evaluate(_ conditions: [any OperationCondition]) {
+        for (index, condition) in conditions.enumerated() {
+            let answer = ConditionAnswer(operation: self, index: index, conditionName: condition.name)
+            condition.evaluate(for: self) { result in
+                answer.deliver(result)
+            }
+        }
+        let (unanswered, timeout) = lifecycle.withLock { state in
+            (state.unansweredConditionCount, state.queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout)
+        }
+        if unanswered > 0, timeout.isFinite {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
+                guard let self else { return }
+                handle(lifecycle.withLock { $0.conditionsTimedOut(after: timeout) }, timedOut: true)
+            }
+        }
+    }
+
+    func conditionAnswered(index: Int, result: ConditionResult) {
+        handle(lifecycle.withLock { $0.conditionAnswered(index: index, result: result) }, timedOut: false)
+    }
+
+    private func handle(_ action: OperationLifecycle.ConditionAction, timedOut: Bool) {
+        switch action {
+        case .none:
+            break
+        case let .failed(errors):
+            if timedOut {
+                OperationDiagnostics.report(.conditionTimedOut, self, "a condition did not answer in time; the operation finished without executing")
+            }
+            finish(errors: errors)
+        case let .passed(categories):
+            acquire(categories)
+        }
+    }
+
+    // MARK: - Mutual exclusion
+
+    private func acquire(_ categories: [String]) {
+        guard !categories.isEmpty else {
+            perform(lifecycle.withLock { $0.proceedWithoutCategories() })
+            return
+        }
+        let (queue, ticket) = lifecycle.withLock { ($0.queue, $0.ticket) }
+        if let queue, queue.parkIfSuspended(self) {
+            return
+        }
+        var effectiveTicket = ticket
+        if effectiveTicket == 0 {
+            effectiveTicket = Ticket.next()
+            lifecycle.withLock { $0.ticket = effectiveTicket }
+        }
+        if ExclusivityController.shared.acquire(categories, for: self, ticket: effectiveTicket) {
+            categoriesWereGranted()
+        }
+    }
+
+    /// Called when a suspended queue resumes.
+    func resumeAfterSuspension() {
+        let categories = lifecycle.withLock { $0.isWaitingForCategories ? $0.categories : nil }
+        if let categories {
+            acquire(categories)
+        }
+    }
+
+    /// Called by the exclusivity controller once every category is held for this operation.
+    func categoriesWereGranted() {
+        perform(lifecycle.withLock { $0.categoriesGranted() })
+    }
+
+    func perform(_ action: OperationLifecycle.GrantAction) {
+        switch action {
+        case .none:
+            break
+        case .handOff:
+            lifecycle.withLock { $0.queue }?.handOff(self)
+        case let .startExecuting(observers):
+            beginExecution(observers: observers)
+        case .releaseAtOnce:
+            ExclusivityController.shared.release(lifecycle.withLock { $0.categories })
+        }
+    }
+}
+
+/// The completion handler given to one condition: answers once, and notices being dropped.
+final class ConditionAnswer: Sendable {
+    private struct Slot {
+        weak var operation: AsyncOperation?
+        var isAnswered = false
+    }
+
+    private let slot: Locked<Slot>
+    private let index: Int
+    private let conditionName: String
+
+    init(operation: AsyncOperation, index: Int, conditionName: String) {
+        self.slot = Locked.make(Slot(operation: operation))
+        self.index = index
+        self.conditionName = conditionName
+    }
+
+    func deliver(_ result: ConditionResult) {
+        let operation = slot.withLock { slot -> AsyncOperation? in
+            guard !slot.isAnswered else { return nil }
+            slot.isAnswered = true
+            return slot.operation
+        }
+        operation?.conditionAnswered(index: index, result: result)
+    }
+
+    deinit {
+        let operation = slot.withLock { slot in slot.isAnswered ? nil : slot.operation }
+        guard let operation else { return }
+        OperationDiagnostics.report(.conditionNeverAnswered, operation, "condition '\(conditionName)' released its completion handler without calling it; the operation fails")
+        operation.conditionAnswered(index: index, result: .failed(AsyncOperationError.conditionNeverAnswered(condition: conditionName)))
+    }
+}

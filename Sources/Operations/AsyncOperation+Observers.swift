@@ -1,0 +1,54 @@
+import Foundation
+
+extension AsyncOperation {
+    /// Adds an observer, told when the operation starts, is cancelled, produces an operation
+    /// and finishes.
+    ///
+    /// Add observers before the operation starts to hear every event; one added later hears only
+    /// what happens from then on. Added after the operation finished, it is reported as
+    /// `.configuredTooLate` and ignored.
+    public final func addObserver(_ observer: any OperationObserver) {
+        let accepted = lifecycle.withLock { state -> Bool in
+            guard state.phase < .finishing else { return false }
+            state.observers.append(observer)
+            return true
+        }
+        if !accepted {
+            OperationDiagnostics.report(.configuredTooLate, self, "addObserver(_:) was called after the operation finished; the observer was ignored")
+        }
+    }
+
+    /// Adds `operation` to the queue (or group) this operation runs in, and tells observers.
+    ///
+    /// Use it to start follow-up work from inside `execute()`; a `GroupOperation` waits for
+    /// operations its children produce. Called on an operation that is not on any queue, it
+    /// reports `.producedWithoutQueue` and runs `operation` on a shared queue, so no work is lost.
+    public final func produce(_ operation: Operation) {
+        let (queue, observers) = lifecycle.withLock { state -> (OperationQueue?, [any OperationObserver]?) in
+            let queue: OperationQueue? = state.queue ?? state.foreignQueue
+            guard state.phase < .finishing else { return (queue, nil) }
+            state.notificationsInFlight += 1
+            return (queue, state.observers)
+        }
+        if let queue {
+            queue.addOperation(operation)
+        } else {
+            OperationDiagnostics.report(.producedWithoutQueue, self, "produce(_:) was called on an operation that is not on a queue; '\(operation.displayName)' runs on a shared queue instead")
+            FallbackQueue.shared.addOperation(operation)
+        }
+        guard let observers else { return }
+        for observer in observers {
+            observer.operation(self, didProduce: operation)
+        }
+        perform(lifecycle.withLock { $0.notificationDelivered() })
+    }
+}
+
+/// The queue that runs operations produced or required by operations that are not on a queue.
+enum FallbackQueue {
+    static let shared: AsyncOperationQueue = {
+        let queue = AsyncOperationQueue()
+        queue.name = "Operations.FallbackQueue"
+        return queue
+    }()
+}

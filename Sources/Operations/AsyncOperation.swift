@@ -1,0 +1,326 @@
+import Foundation
+
+/// An operation that finishes when you say so, with conditions, observers and errors.
+///
+/// Subclass it and override `execute()`; call `finish(with:)` when the work is done, from any
+/// thread. Add it to an `AsyncOperationQueue`, which waits for its dependencies, evaluates its
+/// conditions, enforces mutual exclusion and only then lets it execute.
+///
+/// ```swift
+/// final class DownloadOperation: AsyncOperation, @unchecked Sendable {
+///     override func execute() {
+///         session.download(url) { result in
+///             self.finish(with: result.error)
+///         }
+///     }
+/// }
+/// ```
+///
+/// Its life runs through these states: initialized, pending (on a queue, waiting for
+/// dependencies), evaluating conditions, waiting for mutually exclusive categories, ready (handed
+/// to Foundation), executing and finished. Every transition is atomic and announced to Foundation
+/// with `isReady`, `isExecuting` and `isFinished` key-value notifications.
+///
+/// Once it finishes, it lets go of its observers, conditions and dependencies, so that long
+/// chains of operations can be released without deep recursion. `dependencies` is therefore empty
+/// after the operation has finished.
+// @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock.
+open class AsyncOperation: Operation, @unchecked Sendable {
+    let lifecycle = Locked<OperationLifecycle>.make(OperationLifecycle())
+
+    /// Creates an operation in the initialized state.
+    public override init() {
+        super.init()
+    }
+
+    deinit {
+        let released: [AnyObject] = lifecycle.withLock { state in
+            defer { state.dependencies = [] }
+            return state.dependencies
+        }
+        DeferredRelease.release(released)
+    }
+
+    // MARK: - Override points
+
+    /// Does the operation's work. Override it, and call `finish(with:)` when the work is done.
+    ///
+    /// Called once, on the thread Foundation's queue starts the operation on, after
+    /// `operationDidStart` has reached every observer. The default calls `main()` and then
+    /// finishes, so a subclass that overrides `main()` behaves like a synchronous operation.
+    /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
+    open func execute() {
+        main()
+        finish()
+    }
+
+    /// Called when the operation is cancelled while it executes. `AsyncBlockOperation` uses it
+    /// to finish at once.
+    func cancellationDuringExecution() {}
+
+    /// Called once the operation has finished, to release what it owns.
+    func releaseResources() {}
+
+    // MARK: - Foundation's view
+
+    /// Always `true`: the operation finishes when `finish(with:)` is called, not when
+    /// `execute()` returns.
+    open override var isAsynchronous: Bool { true }
+
+    /// Whether Foundation's queue may start the operation: all dependencies have finished (or it
+    /// was cancelled), and on an `AsyncOperationQueue` its conditions passed and its categories
+    /// are held.
+    public final override var isReady: Bool {
+        lifecycle.withLock { $0.isReadyForFoundation }
+    }
+
+    /// Whether the operation is executing.
+    public final override var isExecuting: Bool {
+        lifecycle.withLock { $0.isExecutingForFoundation }
+    }
+
+    /// Whether the operation has finished; its `errors` are final from then on.
+    public final override var isFinished: Bool {
+        lifecycle.withLock { $0.phase == .finished }
+    }
+
+    /// Whether `cancel()` or `cancel(with:)` was called.
+    public final override var isCancelled: Bool {
+        lifecycle.withLock { $0.isCancelled }
+    }
+
+    /// Every error the operation collected: from failed conditions, `cancel(with:)` and
+    /// `finish(with:)`. Final once `isFinished` is true.
+    public final var errors: [any Error] {
+        lifecycle.withLock { $0.errors }
+    }
+
+    /// Whether the operation collected any error.
+    public final var isFailed: Bool {
+        lifecycle.withLock { !$0.errors.isEmpty }
+    }
+
+    // MARK: - Starting
+
+    /// Starts the operation. Foundation's queue calls this; do not call it yourself while the
+    /// operation is on an `AsyncOperationQueue`.
+    ///
+    /// Called by hand (or by a plain `OperationQueue`), the operation evaluates its conditions and
+    /// waits for its categories itself, then executes. Started by hand before its dependencies
+    /// finished, it finishes with `AsyncOperationError.startedBeforeDependenciesFinished`.
+    public final override func start() {
+        withExtendedLifetime(self) {
+            #if canImport(Darwin)
+            willChangeValue(forKey: ObservedKey.isExecuting)
+            #endif
+            let action = lifecycle.withLock { $0.start() }
+            #if canImport(Darwin)
+            didChangeValue(forKey: ObservedKey.isExecuting)
+            #endif
+            switch action {
+            case .none:
+                break
+            case let .execute(observers):
+                beginExecution(observers: observers)
+            case let .finish(finishing):
+                perform(finishing)
+            case let .finishNotReady(finishing):
+                OperationDiagnostics.report(.startedOutOfTurn, self, "start() was called before all dependencies finished; the operation finished without executing")
+                perform(finishing)
+            case let .runPipelineInline(conditions):
+                let callerQueue = OperationQueue.current
+                lifecycle.withLock {
+                    $0.foreignQueue = callerQueue
+                    $0.operationName = displayName
+                }
+                runPipeline(conditions, addingDependenciesTo: callerQueue)
+            case let .reportOutOfTurn(message):
+                OperationDiagnostics.report(.startedOutOfTurn, self, message)
+            }
+        }
+    }
+
+    func beginExecution(observers: [any OperationObserver]) {
+        for observer in observers {
+            observer.operationDidStart(self)
+        }
+        if let queue = lifecycle.withLock({ $0.queue }) {
+            queue.operationDidStart(self)
+        }
+        let heldBack = lifecycle.withLock { $0.notificationDelivered() }
+        if case .deliver = heldBack {
+            perform(heldBack) // finished while its start was being announced
+            return
+        }
+        execute()
+    }
+
+    // MARK: - Finishing
+
+    /// Finishes the operation, adding `error` (if any) to its `errors`.
+    ///
+    /// Call it exactly once when the work is done, from any thread. The first call wins; later
+    /// calls change nothing (and, unless the operation was cancelled, report a
+    /// `.finishedTwice` diagnostic). Observers hear `operationDidFinish`, then the operation
+    /// becomes `isFinished`, frees its categories and lets its dependents proceed.
+    public final func finish(with error: (any Error)? = nil) {
+        finish(errors: error.map { [$0] } ?? [])
+    }
+
+    final func finish(errors newErrors: [any Error]) {
+        withExtendedLifetime(self) {
+            perform(lifecycle.withLock { $0.finish(errors: newErrors) })
+        }
+    }
+
+    func perform(_ action: OperationLifecycle.FinishAction) {
+        switch action {
+        case .none:
+            break
+        case .reportDuplicate:
+            OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
+        case let .deliver(observers, errors):
+            for observer in observers {
+                observer.operationDidFinish(self, errors: errors)
+            }
+            completeFinish()
+        }
+    }
+
+    private func completeFinish() {
+        #if canImport(Darwin)
+        willChangeValue(forKey: ObservedKey.isExecuting)
+        #endif
+        willChangeValue(forKey: ObservedKey.isFinished)
+        let remains = lifecycle.withLock { $0.completeFinish() }
+        releaseResources()
+        let exclusivity = ExclusivityController.shared
+        if !remains.categoriesToWithdraw.isEmpty {
+            exclusivity.withdraw(ticket: remains.ticket, from: remains.categoriesToWithdraw)
+        }
+        if !remains.categoriesToRelease.isEmpty {
+            exclusivity.release(remains.categoriesToRelease)
+        }
+        remains.queue?.operationDidFinish(self, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
+        #if canImport(Darwin)
+        if remains.wasExecuting { didChangeValue(forKey: ObservedKey.isExecuting) }
+        #endif
+        didChangeValue(forKey: ObservedKey.isFinished)
+        for watcher in remains.watchers {
+            DependencyWatcher.stop(watcher)
+        }
+        if !remains.dependents.isEmpty {
+            notifyDependents(remains.dependents)
+        }
+        DeferredRelease.release(remains.released)
+    }
+
+    // MARK: - Cancelling
+
+    /// Cancels the operation; the same as `cancel(with: nil)`. Subclasses that override it must
+    /// call `super.cancel()`.
+    open override func cancel() {
+        cancel(with: nil)
+    }
+
+    /// Cancels the operation, adding `error` (if any) to its `errors`.
+    ///
+    /// Before the operation executes, it finishes without executing. While it executes,
+    /// cancellation is cooperative: `isCancelled` becomes true and `execute()` decides (an
+    /// `AsyncBlockOperation` waiting for its continuation finishes at once). Observers hear
+    /// `operationDidCancel` once. After the operation finished, nothing changes.
+    public final func cancel(with error: (any Error)?) {
+        withExtendedLifetime(self) {
+            #if canImport(Darwin)
+            willChangeValue(forKey: ObservedKey.isCancelled)
+            #endif
+            let action = lifecycle.withLock { $0.cancel(error: error) }
+            #if canImport(Darwin)
+            didChangeValue(forKey: ObservedKey.isCancelled)
+            #endif
+            guard case let .cancel(observers, followUp) = action else { return }
+            for observer in observers {
+                observer.operationDidCancel(self)
+            }
+            let heldBack = lifecycle.withLock { $0.notificationDelivered() }
+            switch followUp {
+            case .none:
+                break
+            case .interruptExecution:
+                cancellationDuringExecution()
+            case .announceReady:
+                announceReadiness()
+            }
+            perform(heldBack)
+        }
+    }
+
+    // MARK: - Dependencies
+
+    /// Makes this operation wait until `operation` has finished (or been cancelled).
+    ///
+    /// Add dependencies before the operation starts waiting for them: before it is added to a
+    /// queue, or while it still waits for others. Later additions are reported as
+    /// `.configuredTooLate` and ignored. A dependency that would close a cycle is reported as
+    /// `.dependencyCycle`; the operation then finishes with `AsyncOperationError.dependencyCycle`
+    /// when it is added to a queue, instead of waiting forever.
+    ///
+    /// Unlike Foundation, the operation keeps its own account of dependencies: Foundation's
+    /// queue only ever sees it once it can run, and it lets go of its dependencies when it
+    /// finishes.
+    open override func addDependency(_ operation: Operation) {
+        if operation === self {
+            recordCycle(through: operation)
+            return
+        }
+        let accepted = lifecycle.withLock { state -> Bool? in
+            guard state.phase <= .pending else { return nil }
+            guard !state.dependencies.contains(where: { $0 === operation }) else { return false }
+            state.dependencies.append(operation)
+            return true
+        }
+        switch accepted {
+        case nil:
+            OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
+        case false?:
+            break
+        case true?:
+            if dependencyWouldCloseCycle(operation) {
+                recordCycle(through: operation)
+            } else {
+                startWaiting(for: operation)
+            }
+        }
+    }
+
+    /// Stops waiting for `operation`. Has no effect once the operation stopped waiting for its
+    /// dependencies.
+    open override func removeDependency(_ operation: Operation) {
+        let id = ObjectIdentifier(operation)
+        let watcher = lifecycle.withLock { state -> Operation? in
+            state.dependencies.removeAll { $0 === operation }
+            return state.dependencyWatchers[id]
+        }
+        if let watcher { DependencyWatcher.stop(watcher) }
+        dependencyDidFinish(id)
+    }
+
+    /// The operations this one waits for, in the order they were added. Empty once the
+    /// operation has finished: finished operations let go of their dependencies.
+    open override var dependencies: [Operation] {
+        lifecycle.withLock { $0.dependencies }
+    }
+
+    func announceReadiness() {
+        willChangeValue(forKey: ObservedKey.isReady)
+        didChangeValue(forKey: ObservedKey.isReady)
+    }
+}
+
+/// The key-value keys Foundation's queues listen to.
+enum ObservedKey {
+    static let isReady = "isReady"
+    static let isExecuting = "isExecuting"
+    static let isFinished = "isFinished"
+    static let isCancelled = "isCancelled"
+}

@@ -1,0 +1,242 @@
+import Foundation
+
+/// An `OperationQueue` that evaluates conditions, enforces mutual exclusion and tells observers,
+/// before it lets an `AsyncOperation` execute.
+///
+/// Add operations with any of Foundation's methods. An `AsyncOperation` is held in the queue's own
+/// scheduler while it waits for dependencies, conditions and categories, and handed to
+/// Foundation's queue only once it can run: waiting operations occupy no concurrency slot and do
+/// not slow Foundation down. Plain Foundation operations pass through untouched.
+///
+/// Operations held back still count as on the queue: `operations`, `operationCount`,
+/// `waitUntilAllOperationsAreFinished()`, `addOperations(_:waitUntilFinished:)`,
+/// `cancelAllOperations()`, `isSuspended` and `maxConcurrentOperationCount` behave as Foundation
+/// documents them.
+///
+/// ```swift
+/// let queue = AsyncOperationQueue()
+/// let save = AsyncBlockOperation { try database.save(record) }
+/// save.addCondition(MutuallyExclusive<Database>())
+/// save.addObserver(TimeoutObserver(timeout: 10))
+/// queue.addOperation(save)
+/// ```
+// @unchecked Sendable: the queue's own state lives in `book`, reached only under its lock.
+open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
+    /// How long a condition may take to answer, unless a queue says otherwise: 60 seconds.
+    public static let defaultConditionEvaluationTimeout: TimeInterval = 60
+
+    struct Book {
+        /// Operations added to this queue that Foundation has not been given yet.
+        var held: [ObjectIdentifier: AsyncOperation] = [:]
+        /// Operations whose conditions passed while the queue was suspended.
+        var parked: [AsyncOperation] = []
+        var isSuspended = false
+        weak var delegate: (any AsyncOperationQueueDelegate)?
+        var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
+    }
+
+    let book = Locked<Book>.make(Book())
+
+    /// Creates an empty queue.
+    public override init() {
+        super.init()
+    }
+
+    /// Told when operations are added, start and finish. Held weakly.
+    public weak var delegate: (any AsyncOperationQueueDelegate)? {
+        get { book.withLock { $0.delegate } }
+        set { book.withLock { $0.delegate = newValue } }
+    }
+
+    /// How long a condition may take to call its completion handler before the operation fails
+    /// with `AsyncOperationError.conditionTimedOut`. Defaults to 60 seconds; `.infinity` waits
+    /// forever.
+    public var conditionEvaluationTimeout: TimeInterval {
+        get { book.withLock { $0.conditionEvaluationTimeout } }
+        set { book.withLock { $0.conditionEvaluationTimeout = newValue } }
+    }
+
+    // MARK: - Adding
+
+    /// Adds an operation. An `AsyncOperation` runs once its dependencies finished, its conditions
+    /// passed and its categories are free; anything else is handed to Foundation as it is.
+    ///
+    /// Adding an operation that is already on a queue, or has finished, is reported as a
+    /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
+    open override func addOperation(_ operation: Operation) {
+        addOperations([operation], waitUntilFinished: false)
+    }
+
+    /// Adds operations in order and, if `wait` is true, blocks until all of them have finished.
+    open override func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
+        if ThreadWorkList.current.isForwardingToFoundation {
+            super.addOperations(operations, waitUntilFinished: wait)
+            return
+        }
+        var batch: [Operation] = []
+        batch.reserveCapacity(operations.count)
+        let delegate = self.delegate
+        for operation in operations {
+            delegate?.operationQueue(self, willAdd: operation)
+            if let operation = operation as? AsyncOperation {
+                admit(operation, batch: &batch)
+            } else if operation.isFinished || operation.isExecuting {
+                OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
+            } else {
+                batch.append(operation)
+            }
+        }
+        giveToFoundation(batch)
+        if wait {
+            for operation in operations {
+                operation.waitUntilFinished()
+            }
+        }
+    }
+
+    /// Wraps `block` in a `BlockOperation` and adds it.
+    open override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        addOperation(BlockOperation(block: block))
+    }
+
+    private func admit(_ operation: AsyncOperation, batch: inout [Operation]) {
+        let ticket = Ticket.next()
+        let name = operation.displayName
+        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, name: name) }) {
+        case let .reject(kind, message):
+            OperationDiagnostics.report(kind, operation, message)
+        case .handOffNow:
+            batch.append(operation)
+        case let .runPipeline(conditions):
+            giveToFoundation(batch) // keep Foundation's order the order of adding
+            batch.removeAll(keepingCapacity: true)
+            book.withLock { $0.held[ObjectIdentifier(operation)] = operation }
+            operation.runPipeline(conditions, addingDependenciesTo: self)
+        }
+    }
+
+    /// Gives an operation that is cleared to run to Foundation's queue.
+    func handOff(_ operation: AsyncOperation) {
+        giveToFoundation([operation])
+        _ = book.withLock { $0.held.removeValue(forKey: ObjectIdentifier(operation)) }
+    }
+
+    private func giveToFoundation(_ operations: [Operation]) {
+        guard !operations.isEmpty else { return }
+        let thread = ThreadWorkList.current
+        thread.isForwardingToFoundation = true
+        super.addOperations(operations, waitUntilFinished: false)
+        thread.isForwardingToFoundation = false
+    }
+
+    // MARK: - Events from operations
+
+    func operationDidStart(_ operation: AsyncOperation) {
+        delegate?.operationQueue(self, didStart: operation)
+    }
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
+        let delegate = book.withLock { book -> (any AsyncOperationQueueDelegate)? in
+            if !wasHandedOff {
+                book.held.removeValue(forKey: ObjectIdentifier(operation))
+            }
+            return book.delegate
+        }
+        delegate?.operationQueue(self, didFinish: operation, errors: errors)
+    }
+
+    /// Parks `operation` if the queue is suspended; it asks for its categories on resumption.
+    func parkIfSuspended(_ operation: AsyncOperation) -> Bool {
+        book.withLock { book in
+            guard book.isSuspended else { return false }
+            book.parked.append(operation)
+            return true
+        }
+    }
+
+    // MARK: - Foundation's API, counting held operations
+
+    /// Whether the queue starts operations. While suspended, operations still wait for their
+    /// dependencies and conditions, but none is started and none takes a mutually exclusive
+    /// category.
+    open override var isSuspended: Bool {
+        get { super.isSuspended }
+        set {
+            let resumed = book.withLock { book -> [AsyncOperation] in
+                book.isSuspended = newValue
+                guard !newValue else { return [] }
+                defer { book.parked = [] }
+                return book.parked
+            }
+            super.isSuspended = newValue
+            let byTicket = resumed.map { ($0.lifecycle.withLock { $0.ticket }, $0) }.sorted { $0.0 < $1.0 }
+            for (_, operation) in byTicket {
+                operation.resumeAfterSuspension()
+            }
+        }
+    }
+
+    /// The operations on the queue that have not finished, in the order they were added, including
+    /// those still waiting in the queue's scheduler for dependencies, conditions or categories.
+    ///
+    /// On Apple platforms `operations` returns the same. On Linux, swift-corelibs-foundation
+    /// declares `operations` in an extension, where Swift cannot override it, so there it lists
+    /// only what Foundation's queue has been given: use `allOperations` for the whole picture.
+    public var allOperations: [Operation] {
+        let waiting = heldOperations()
+        let running = super.operations
+        guard !waiting.isEmpty else { return running }
+        var seen = Set(waiting.map(ObjectIdentifier.init))
+        var merged: [Operation] = waiting
+        for operation in running where seen.insert(ObjectIdentifier(operation)).inserted {
+            merged.append(operation)
+        }
+        return merged
+    }
+
+    /// The number of operations on the queue that have not finished, including those still
+    /// waiting in the queue's scheduler. See `allOperations` for why this exists beside
+    /// `operationCount`.
+    public var allOperationCount: Int {
+        book.withLock { $0.held.count } + super.operationCount
+    }
+
+    #if canImport(Darwin)
+    /// The operations on the queue that have not finished, including those still waiting for
+    /// dependencies, conditions or categories (the same as `allOperations`).
+    open override var operations: [Operation] { allOperations }
+
+    /// The number of operations on the queue that have not finished, including those still
+    /// waiting (the same as `allOperationCount`).
+    open override var operationCount: Int { allOperationCount }
+    #endif
+
+    /// Cancels every operation on the queue, including those still waiting. Waiting operations
+    /// finish at once, without executing.
+    open override func cancelAllOperations() {
+        // Latest first, so no dependent is released to run by the cancellation of what it waits for.
+        for operation in heldOperations().reversed() {
+            operation.cancel()
+        }
+        super.cancelAllOperations()
+    }
+
+    /// Blocks until every operation on the queue, including those still waiting, has finished.
+    open override func waitUntilAllOperationsAreFinished() {
+        while true {
+            let remaining = allOperations
+            if remaining.isEmpty { return }
+            for operation in remaining {
+                operation.waitUntilFinished()
+            }
+        }
+    }
+
+    private func heldOperations() -> [AsyncOperation] {
+        let held = book.withLock { Array($0.held.values) }
+        return held
+            .map { ($0.lifecycle.withLock { $0.ticket }, $0) }
+            .sorted { $0.0 < $1.0 }
+            .map(\.1)
+    }
+}

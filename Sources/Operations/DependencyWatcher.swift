@@ -1,0 +1,32 @@
+import Foundation
+
+/// Tells an `AsyncOperation` when a plain Foundation dependency finishes.
+///
+/// Foundation offers no portable way to observe an operation finishing (there is no real
+/// key-value observing on Linux), so a tiny watcher operation that depends on it runs on a
+/// private queue and reports back.
+enum DependencyWatcher {
+    private static let queue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "Operations.DependencyWatcher"
+        return queue
+    }()
+
+    /// Calls `report` once `operation` has finished or been cancelled. Cancel the returned
+    /// watcher to stop listening.
+    static func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Operation {
+        let watcher = BlockOperation(block: report)
+        watcher.addDependency(operation)
+        queue.addOperation(watcher)
+        return watcher
+    }
+
+    /// Stops `watcher`. It first detaches from the watched operation: Foundation keeps an
+    /// unretained pointer from a dependency to its dependents, which must not outlive the watcher.
+    static func stop(_ watcher: Operation) {
+        for dependency in watcher.dependencies {
+            watcher.removeDependency(dependency)
+        }
+        watcher.cancel()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// A requirement an `AsyncOperation` must meet before it executes.
+///
+/// Add conditions with `AsyncOperation.addCondition(_:)`. An `AsyncOperationQueue` evaluates them
+/// after all of the operation's dependencies (including those the conditions produce) have
+/// finished, and before `execute()`. If any condition fails, `execute()` is never called and the
+/// operation finishes with one error per failed condition.
+///
+/// ```swift
+/// struct NetworkReachable: OperationCondition {
+///     func evaluate(for operation: AsyncOperation,
+///                   completion: @escaping @Sendable (ConditionResult) -> Void) {
+///         completion(reachability.isReachable ? .satisfied : .failed(NetworkError.offline))
+///     }
+/// }
+/// ```
+public protocol OperationCondition: Sendable {
+    /// A name for messages and errors. Defaults to the type's name.
+    var name: String { get }
+
+    /// Categories of which at most one operation may execute at a time, process-wide.
+    /// Defaults to none. See `MutuallyExclusive` in the `Conditions` module.
+    var mutuallyExclusiveCategories: Set<String> { get }
+
+    /// An operation that must finish before this condition is evaluated, such as one that asks
+    /// the user for permission. The queue adds it to itself and makes it a dependency of
+    /// `operation`. Defaults to `nil`.
+    func dependency(for operation: AsyncOperation) -> Foundation.Operation?
+
+    /// Decides whether `operation` may execute.
+    ///
+    /// Call `completion` exactly once, on any thread, now or later. A condition that releases
+    /// `completion` without calling it fails the operation with
+    /// `AsyncOperationError.conditionNeverAnswered`; one that holds it longer than the queue's
+    /// `conditionEvaluationTimeout` fails it with `.conditionTimedOut`. Do not block the calling
+    /// thread: it may be the thread that added the operation.
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void)
+}
+
+/// The answer a condition gives.
+public enum ConditionResult: Sendable {
+    /// The operation may proceed.
+    case satisfied
+    /// The operation must not execute; the error becomes one of its `errors`.
+    case failed(any Error)
+}
+
+extension OperationCondition {
+    /// The condition's type name.
+    public var name: String { String(describing: type(of: self)) }
+
+    /// No categories.
+    public var mutuallyExclusiveCategories: Set<String> { [] }
+
+    /// No dependency.
+    public func dependency(for operation: AsyncOperation) -> Foundation.Operation? { nil }
+}

@@ -1,0 +1,89 @@
+import Foundation
+
+/// A report of a misuse the framework detected and handled without crashing.
+///
+/// Diagnostics go to `OperationDiagnostics.handler`, which by default prints them to standard
+/// error. Where the misuse means an operation cannot run, the operation also finishes with an
+/// `AsyncOperationError` that says why.
+public struct OperationDiagnostic: Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: String, Sendable, CaseIterable {
+        /// An operation was added to a queue while already on one; the second add was ignored.
+        case addedTwice
+        /// A finished (or executing) operation was added to a queue; the add was ignored.
+        case addedAfterFinishing
+        /// An operation's dependencies form a cycle; it finishes with `.dependencyCycle`.
+        case dependencyCycle
+        /// `finish(with:)` was called on an operation that had already finished; the call was ignored.
+        case finishedTwice
+        /// An `AsyncBlockOperation`'s continuation was called a second time; the call was ignored.
+        case continuationCalledTwice
+        /// A condition released its completion without calling it; the operation fails.
+        case conditionNeverAnswered
+        /// A condition did not answer in time; the operation fails.
+        case conditionTimedOut
+        /// A dependency, condition or observer was added too late to take effect.
+        case configuredTooLate
+        /// `produce(_:)` was called on an operation that is not on a queue; the produced
+        /// operation runs on a shared fallback queue instead.
+        case producedWithoutQueue
+        /// `start()` was called on an operation that a queue is managing, or before its
+        /// dependencies finished.
+        case startedOutOfTurn
+    }
+
+    /// What went wrong.
+    public let kind: Kind
+    /// The name of the operation involved (its `name`, or its type when it has none).
+    public let operationName: String
+    /// A sentence that explains what happened and what the framework did about it.
+    public let message: String
+
+    /// Creates a diagnostic; the framework makes these, tests and custom handlers read them.
+    public init(kind: Kind, operationName: String, message: String) {
+        self.kind = kind
+        self.operationName = operationName
+        self.message = message
+    }
+
+    public var description: String {
+        "[Operations] \(kind.rawValue) (\(operationName)): \(message)"
+    }
+}
+
+/// Where the framework reports misuse it caught (see `OperationDiagnostic`).
+///
+/// ```swift
+/// OperationDiagnostics.handler = { diagnostic in logger.warning("\(diagnostic)") }
+/// ```
+public enum OperationDiagnostics {
+    /// The function that receives every diagnostic. It may be called on any thread. The default
+    /// writes the diagnostic's `description` to standard error.
+    public static var handler: @Sendable (OperationDiagnostic) -> Void {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    /// Restores the default handler, which prints to standard error.
+    public static func resetHandler() {
+        handler = printToStandardError
+    }
+
+    static func report(_ kind: OperationDiagnostic.Kind, _ operation: Operation, _ message: String) {
+        let diagnostic = OperationDiagnostic(kind: kind, operationName: operation.displayName, message: message)
+        handler(diagnostic)
+    }
+
+    private static let storage = Locked<@Sendable (OperationDiagnostic) -> Void>.make(printToStandardError)
+
+    private static let printToStandardError: @Sendable (OperationDiagnostic) -> Void = { diagnostic in
+        FileHandle.standardError.write(Data((diagnostic.description + "\n").utf8))
+    }
+}
+
+extension Operation {
+    /// The operation's name, or its type when it has none: what messages call it.
+    var displayName: String {
+        name ?? String(describing: type(of: self))
+    }
+}

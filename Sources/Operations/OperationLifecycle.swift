@@ -1,0 +1,454 @@
+import Foundation
+
+/// The rules of an `AsyncOperation`'s life, without threads or side effects.
+///
+/// `AsyncOperation` keeps one of these under its lock. Each event method changes the state and
+/// returns what must happen next (call observers, hand the operation to Foundation, finish it);
+/// the operation performs that after unlocking, so user code never runs under the lock.
+struct OperationLifecycle {
+    enum Phase: UInt8, Comparable {
+        /// Created, not yet on a queue.
+        case initialized
+        /// Being added to a queue: condition dependencies are being attached.
+        case enqueuing
+        /// On a queue, waiting for dependencies.
+        case pending
+        case evaluatingConditions
+        /// Conditions passed; waiting for mutually exclusive categories (or for a suspended queue).
+        case waitingForCategories
+        /// Cleared to run: handed to Foundation's queue, which will call `start()`.
+        case ready
+        case executing
+        /// Errors are final; `operationDidFinish` observers are being told.
+        case finishing
+        case finished
+
+        static func < (lhs: Phase, rhs: Phase) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    var phase = Phase.initialized
+    var isCancelled = false
+    var errors: [any Error] = []
+
+    var conditions: [any OperationCondition] = []
+    var observers: [any OperationObserver] = []
+
+    /// Dependencies as the user gave them (what `dependencies` returns).
+    var dependencies: [Operation] = []
+    /// Dependencies that have not finished yet.
+    var unfinishedDependencies: [ObjectIdentifier] = []
+    /// Watchers that report when a plain Foundation dependency finishes.
+    var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
+    /// Operations waiting for this one to finish.
+    var dependents: [Weak<AsyncOperation>] = []
+    /// The dependency that closes a dependency cycle, if one was detected.
+    var cycleDependencyName: String?
+    /// The operation's display name, recorded when it is enqueued, for errors.
+    var operationName = ""
+
+    /// The queue managing this operation, when it was added to an `AsyncOperationQueue`. Held
+    /// strongly until the operation finishes, as Foundation's queues are kept alive by their work.
+    var queue: AsyncOperationQueue?
+    /// True once the operation was handed to Foundation's queue (which then owns its finishing).
+    var wasHandedOff = false
+    /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
+    weak var foreignQueue: OperationQueue?
+    /// True when `start()` was called by a plain queue or by hand rather than after a hand-off.
+    var startedByCaller = false
+    /// True once `execute()` was (or is about to be) called.
+    var executionBegan = false
+    /// Global order in which operations were added to queues (FIFO within a category).
+    var ticket: UInt64 = 0
+
+    var categories: [String] = []
+    var holdsCategories = false
+
+    var conditionEvaluation = ConditionEvaluation()
+
+    /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
+    var notificationsInFlight = 0
+    var finishWaitsForNotifications = false
+    /// `finish(with:)` was called after the hand-off but before Foundation started the operation.
+    var finishRequestedBeforeStart = false
+    /// Finished while waiting in line for categories: leave the line.
+    var withdrawsFromCategories = false
+
+    /// Book-keeping for one round of condition evaluation.
+    struct ConditionEvaluation {
+        var pendingNames: [String?] = []
+        var pendingCount = 0
+        var failures: [any Error] = []
+    }
+
+    // MARK: - Foundation-facing flags
+
+    var isReadyForFoundation: Bool {
+        switch phase {
+        case .initialized: return unfinishedDependencies.isEmpty || isCancelled
+        case .enqueuing, .pending, .evaluatingConditions, .waitingForCategories: return false
+        case .ready, .executing, .finishing, .finished: return true
+        }
+    }
+
+    var isExecutingForFoundation: Bool {
+        switch phase {
+        case .executing: return true
+        case .finishing: return executionBegan || startedByCaller
+        case .enqueuing, .pending, .evaluatingConditions, .waitingForCategories, .ready: return startedByCaller
+        case .initialized, .finished: return false
+        }
+    }
+
+    // MARK: - Adding to a queue
+
+    enum EnqueueAction {
+        case reject(OperationDiagnostic.Kind, String)
+        /// Nothing to wait for: mark ready and hand to Foundation right away.
+        case handOffNow
+        /// Attach condition dependencies, then wait for dependencies and evaluate conditions.
+        case runPipeline([any OperationCondition])
+    }
+
+    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, name: String) -> EnqueueAction {
+        switch phase {
+        case .initialized:
+            break
+        case .finishing, .finished:
+            return .reject(.addedAfterFinishing, "the operation has already finished; it was not added again")
+        case .executing where startedByCaller, .evaluatingConditions where startedByCaller:
+            return .reject(.addedAfterFinishing, "the operation was already started by hand; it was not added to the queue")
+        default:
+            return .reject(.addedTwice, "the operation is already on a queue; the second add was ignored")
+        }
+        self.queue = queue
+        self.ticket = ticket
+        self.operationName = name
+        let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
+            && !isCancelled && cycleDependencyName == nil
+        if canSkipPipeline {
+            phase = .ready
+            wasHandedOff = true
+            return .handOffNow
+        }
+        phase = .enqueuing
+        return .runPipeline(conditions)
+    }
+
+    enum AdvanceAction {
+        case none
+        case evaluateConditions([any OperationCondition])
+        case conditionsPassed(categories: [String])
+        case finish([any Error])
+    }
+
+    /// Called once condition dependencies are attached: start waiting.
+    mutating func finishEnqueuing() -> AdvanceAction {
+        guard phase == .enqueuing else { return .none }
+        phase = .pending
+        return advanceIfDependenciesFinished()
+    }
+
+    /// Moves a pending operation on when nothing is left to wait for.
+    mutating func advanceIfDependenciesFinished() -> AdvanceAction {
+        guard phase == .pending else { return .none }
+        if isCancelled { return .finish([]) }
+        if let cycleDependencyName {
+            return .finish([AsyncOperationError.dependencyCycle(operation: operationName, dependency: cycleDependencyName)])
+        }
+        guard unfinishedDependencies.isEmpty else { return .none }
+        if conditions.isEmpty {
+            categories = []
+            phase = .waitingForCategories
+            return .conditionsPassed(categories: [])
+        }
+        phase = .evaluatingConditions
+        conditionEvaluation = ConditionEvaluation(
+            pendingNames: conditions.map(\.name),
+            pendingCount: conditions.count,
+            failures: []
+        )
+        return .evaluateConditions(conditions)
+    }
+
+    enum DependencyAction {
+        case none
+        case advance(AdvanceAction)
+        /// A plain queue waits for `isReady`; tell it.
+        case announceReady
+    }
+
+    mutating func dependencyFinished(_ id: ObjectIdentifier) -> DependencyAction {
+        guard let index = unfinishedDependencies.firstIndex(of: id) else { return .none }
+        unfinishedDependencies.remove(at: index)
+        dependencyWatchers[id] = nil
+        guard unfinishedDependencies.isEmpty else { return .none }
+        if phase == .initialized { return .announceReady }
+        return .advance(advanceIfDependenciesFinished())
+    }
+
+    // MARK: - Conditions
+
+    enum ConditionAction {
+        case none
+        case failed([any Error])
+        case passed(categories: [String])
+    }
+
+    mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
+        guard phase == .evaluatingConditions,
+              index < conditionEvaluation.pendingNames.count,
+              conditionEvaluation.pendingNames[index] != nil
+        else { return .none }
+        conditionEvaluation.pendingNames[index] = nil
+        conditionEvaluation.pendingCount -= 1
+        if case let .failed(error) = result {
+            conditionEvaluation.failures.append(error)
+        }
+        return conditionsSettledAction()
+    }
+
+    mutating func conditionsTimedOut(after seconds: TimeInterval) -> ConditionAction {
+        guard phase == .evaluatingConditions, conditionEvaluation.pendingCount > 0 else { return .none }
+        for name in conditionEvaluation.pendingNames.compactMap({ $0 }) {
+            conditionEvaluation.failures.append(AsyncOperationError.conditionTimedOut(condition: name, after: seconds))
+        }
+        conditionEvaluation.pendingNames = conditionEvaluation.pendingNames.map { _ in nil }
+        conditionEvaluation.pendingCount = 0
+        return conditionsSettledAction()
+    }
+
+    var unansweredConditionCount: Int {
+        phase == .evaluatingConditions ? conditionEvaluation.pendingCount : 0
+    }
+
+    private mutating func conditionsSettledAction() -> ConditionAction {
+        guard conditionEvaluation.pendingCount == 0 else { return .none }
+        let failures = conditionEvaluation.failures
+        conditionEvaluation = ConditionEvaluation()
+        if !failures.isEmpty { return .failed(failures) }
+        if isCancelled { return .failed([]) }
+        var seen = Set<String>()
+        var categories: [String] = []
+        for category in conditions.flatMap(\.mutuallyExclusiveCategories).sorted() where seen.insert(category).inserted {
+            categories.append(category)
+        }
+        self.categories = categories
+        phase = .waitingForCategories
+        return .passed(categories: categories)
+    }
+
+    // MARK: - Mutual exclusion
+
+    enum GrantAction {
+        case handOff
+        case startExecuting(observers: [any OperationObserver])
+        /// The operation already finished; give the categories straight back.
+        case releaseAtOnce
+        case none
+    }
+
+    mutating func categoriesGranted() -> GrantAction {
+        switch phase {
+        case .waitingForCategories:
+            holdsCategories = true
+            return clearedToRun()
+        case .finished:
+            return .releaseAtOnce
+        default:
+            holdsCategories = true
+            return .none
+        }
+    }
+
+    /// Conditions passed with no categories to acquire.
+    mutating func proceedWithoutCategories() -> GrantAction {
+        guard phase == .waitingForCategories else { return .none }
+        return clearedToRun()
+    }
+
+    /// Conditions passed and categories (if any) are held.
+    private mutating func clearedToRun() -> GrantAction {
+        if startedByCaller {
+            phase = .executing
+            executionBegan = true
+            notificationsInFlight += 1
+            return .startExecuting(observers: observers)
+        }
+        phase = .ready
+        wasHandedOff = true
+        return .handOff
+    }
+
+    /// Whether a parked operation (its queue was suspended) still wants its categories.
+    var isWaitingForCategories: Bool { phase == .waitingForCategories && !holdsCategories }
+
+    // MARK: - Starting
+
+    enum StartAction {
+        case none
+        case execute(observers: [any OperationObserver])
+        case finish(FinishAction)
+        case finishNotReady(FinishAction)
+        case runPipelineInline([any OperationCondition])
+        case reportOutOfTurn(String)
+    }
+
+    mutating func start() -> StartAction {
+        switch phase {
+        case .ready:
+            if isCancelled || finishRequestedBeforeStart { return .finish(beginFinishing(adding: [])) }
+            phase = .executing
+            executionBegan = true
+            notificationsInFlight += 1
+            return .execute(observers: observers)
+        case .initialized:
+            if isCancelled { return .finish(beginFinishing(adding: [])) }
+            guard unfinishedDependencies.isEmpty else {
+                let error = AsyncOperationError.startedBeforeDependenciesFinished(operation: operationName)
+                return .finishNotReady(beginFinishing(adding: [error]))
+            }
+            startedByCaller = true
+            phase = .enqueuing
+            return .runPipelineInline(conditions)
+        case .finishing, .finished:
+            return .none
+        case .executing:
+            return .reportOutOfTurn("start() was called on an operation that is already executing; the call was ignored")
+        case .enqueuing, .pending, .evaluatingConditions, .waitingForCategories:
+            return .reportOutOfTurn("start() was called on an operation its queue is still preparing; the queue starts it, so the call was ignored")
+        }
+    }
+
+
+    // MARK: - Cancelling
+
+    enum CancelFollowUp {
+        /// Nothing more: not yet on a queue, already handed to Foundation, finishing already
+        /// begun (it is delivered once `operationDidCancel` has been), or a subclass that decides.
+        case none
+        /// Executing: let the operation react (an `AsyncBlockOperation` finishes at once).
+        case interruptExecution
+        /// On a plain queue, waiting for dependencies: a cancelled operation is ready.
+        case announceReady
+    }
+
+    enum CancelAction {
+        case none
+        case cancel(observers: [any OperationObserver], followUp: CancelFollowUp)
+    }
+
+    mutating func cancel(error: (any Error)?) -> CancelAction {
+        guard phase < .finishing else { return .none }
+        if let error { errors.append(error) }
+        guard !isCancelled else { return .none }
+        isCancelled = true
+        notificationsInFlight += 1
+        let followUp: CancelFollowUp
+        switch phase {
+        case .initialized:
+            followUp = unfinishedDependencies.isEmpty ? .none : .announceReady
+        case .enqueuing:
+            followUp = .none // finishEnqueuing() sees the cancellation
+        case .pending, .evaluatingConditions, .waitingForCategories:
+            _ = beginFinishing(adding: []) // held back until operationDidCancel is delivered
+            followUp = .none
+        case .ready:
+            followUp = .none // Foundation starts it, and start() finishes it
+        case .executing:
+            followUp = .interruptExecution
+        case .finishing, .finished:
+            followUp = .none
+        }
+        return .cancel(observers: observers, followUp: followUp)
+    }
+
+    // MARK: - Finishing
+
+    enum FinishAction {
+        case none
+        case reportDuplicate
+        case deliver(observers: [any OperationObserver], errors: [any Error])
+    }
+
+    mutating func finish(errors newErrors: [any Error]) -> FinishAction {
+        if phase >= .finishing {
+            return isCancelled ? .none : .reportDuplicate
+        }
+        if phase == .ready {
+            // Foundation holds the operation and will call start(); it finishes there.
+            errors.append(contentsOf: newErrors)
+            finishRequestedBeforeStart = true
+            return .none
+        }
+        return beginFinishing(adding: newErrors)
+    }
+
+    /// Freezes the errors and moves to `.finishing`; the finish is delivered now or, while other
+    /// notifications are being delivered, by the last of them.
+    private mutating func beginFinishing(adding newErrors: [any Error]) -> FinishAction {
+        if phase == .waitingForCategories && !holdsCategories && !categories.isEmpty {
+            withdrawsFromCategories = true
+        }
+        errors.append(contentsOf: newErrors)
+        phase = .finishing
+        conditionEvaluation = ConditionEvaluation()
+        if notificationsInFlight > 0 {
+            finishWaitsForNotifications = true
+            return .none
+        }
+        return .deliver(observers: observers, errors: errors)
+    }
+
+    /// An observer notification was delivered; returns the finish delivery it was holding back.
+    mutating func notificationDelivered() -> FinishAction {
+        notificationsInFlight -= 1
+        guard notificationsInFlight == 0, finishWaitsForNotifications else { return .none }
+        finishWaitsForNotifications = false
+        return .deliver(observers: observers, errors: errors)
+    }
+
+    /// Everything a finished operation lets go of, to be released or told outside the lock.
+    struct Remains {
+        var wasExecuting: Bool
+        var wasHandedOff: Bool
+        var categoriesToRelease: [String]
+        var categoriesToWithdraw: [String]
+        var ticket: UInt64
+        var dependents: [Weak<AsyncOperation>]
+        var released: [AnyObject]
+        var watchers: [Operation]
+        var queue: AsyncOperationQueue?
+        var errors: [any Error]
+    }
+
+    mutating func completeFinish() -> Remains {
+        let wasExecuting = isExecutingForFoundation
+        phase = .finished
+        var released: [AnyObject] = dependencies
+        released.reserveCapacity(dependencies.count + 2)
+        let remains = Remains(
+            wasExecuting: wasExecuting,
+            wasHandedOff: wasHandedOff,
+            categoriesToRelease: holdsCategories ? categories : [],
+            categoriesToWithdraw: withdrawsFromCategories && !holdsCategories ? categories : [],
+            ticket: ticket,
+            dependents: dependents,
+            released: released,
+            watchers: Array(dependencyWatchers.values),
+            queue: queue,
+            errors: errors
+        )
+        holdsCategories = false
+        withdrawsFromCategories = false
+        queue = nil
+        foreignQueue = nil
+        dependencies = []
+        unfinishedDependencies = []
+        dependencyWatchers = [:]
+        dependents = []
+        conditions = []
+        observers = []
+        released.removeAll()
+        return remains
+    }
+}
