@@ -20,9 +20,10 @@ let package = Package(
             name: "OperationsExample",
             dependencies: ["Operations", "Conditions", "Observers"]
         ),
-        .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
-        .testTarget(name: "ConditionsTests", dependencies: ["Operations", "Conditions"]),
-        .testTarget(name: "ObserversTests", dependencies: ["Operations", "Observers"]),
+        .target(name: "TestSupport", dependencies: ["Operations"], path: "Tests/TestSupport"),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "TestSupport"]),
+        .testTarget(name: "ConditionsTests", dependencies: ["Operations", "Conditions", "TestSupport"]),
+        .testTarget(name: "ObserversTests", dependencies: ["Operations", "Observers", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,39 @@
+import Foundation
+import Operations
+
+/// Captures the framework's diagnostics for tests, which run in parallel: give each operation a
+/// unique name and ask for the diagnostics about that name.
+public final class DiagnosticsLog: @unchecked Sendable {
+    // @unchecked Sendable: `entries` is only touched while holding `lock`.
+    public static let shared: DiagnosticsLog = {
+        let log = DiagnosticsLog()
+        OperationDiagnostics.handler = { diagnostic in log.record(diagnostic) }
+        return log
+    }()
+
+    private let lock = NSLock()
+    private var entries: [OperationDiagnostic] = []
+
+    private func record(_ diagnostic: OperationDiagnostic) {
+        lock.lock()
+        defer { lock.unlock() }
+        entries.append(diagnostic)
+    }
+
+    /// Every diagnostic reported so far about the operation named `operationName`.
+    public func diagnostics(about operationName: String) -> [OperationDiagnostic] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.filter { $0.operationName == operationName }
+    }
+
+    /// The kinds reported about `operationName`, in order.
+    public func kinds(about operationName: String) -> [OperationDiagnostic.Kind] {
+        diagnostics(about: operationName).map(\.kind)
+    }
+}
+
+/// A name no other test uses, for operations whose diagnostics a test checks.
+public func uniqueName(_ prefix: String = "op") -> String {
+    "\(prefix)-\(UUID().uuidString.prefix(8))"
+}

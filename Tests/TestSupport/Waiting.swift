@@ -1,0 +1,54 @@
+import Foundation
+
+/// How long tests wait for something that should happen quickly. Generous on purpose: a test
+/// fails only when the event never comes, never because a machine is slow.
+public let generousTimeout: TimeInterval = 30
+
+/// Waits until `condition` holds, checking every millisecond; `false` if `timeout` passed first.
+@discardableResult
+public func waitUntil(timeout: TimeInterval = generousTimeout, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(1_000)
+    }
+    return true
+}
+
+/// Waits until every operation in `operations` has finished; `false` if `timeout` passed first.
+@discardableResult
+public func waitUntilFinished(_ operations: [Operation], timeout: TimeInterval = generousTimeout) -> Bool {
+    waitUntil(timeout: timeout) { operations.allSatisfy(\.isFinished) }
+}
+
+/// A one-shot signal: `signal()` from any thread, `wait()` with a generous timeout.
+public final class Signal: @unchecked Sendable {
+    // @unchecked Sendable: DispatchSemaphore is thread-safe.
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    public init() {}
+
+    public func signal() {
+        semaphore.signal()
+    }
+
+    /// `true` if signalled before `timeout`.
+    public func wait(timeout: TimeInterval = generousTimeout) -> Bool {
+        semaphore.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// Checks that an object is released: hold it weakly, drop every strong reference, then ask.
+public final class WeakProbe<Object: AnyObject>: @unchecked Sendable {
+    // @unchecked Sendable: a weak reference is read atomically by the runtime.
+    public private(set) weak var object: Object?
+
+    public init(_ object: Object) {
+        self.object = object
+    }
+
+    /// `true` once the object has been released (waiting for in-flight work to let go of it).
+    public func isReleased(timeout: TimeInterval = generousTimeout) -> Bool {
+        waitUntil(timeout: timeout) { object == nil }
+    }
+}
