@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Conditions", targets: ["Conditions"]),
         .library(name: "Observers", targets: ["Observers"]),
         .executable(name: "operations-example", targets: ["OperationsExample"]),
+        .executable(name: "operations-benchmarks", targets: ["OperationsBenchmarks"]),
     ],
     targets: [
         .target(name: "Operations"),
@@ -18,6 +19,10 @@ let package = Package(
         .target(name: "Observers", dependencies: ["Operations"]),
         .executableTarget(
             name: "OperationsExample",
+            dependencies: ["Operations", "Conditions", "Observers"]
+        ),
+        .executableTarget(
+            name: "OperationsBenchmarks",
             dependencies: ["Operations", "Conditions", "Observers"]
         ),
         .target(name: "TestSupport", dependencies: ["Operations"], path: "Tests/TestSupport"),

@@ -50,6 +50,8 @@ extension AsyncOperation {
             break
         case let .finish(errors):
             finish(errors: errors)
+        case let .finishClosingCycle(dependencyName):
+            finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .conditionsPassed(categories):
             acquire(categories)
         case let .evaluateConditions(conditions):
@@ -58,8 +60,10 @@ extension AsyncOperation {
     }
 
     private func evaluate(_ conditions: [any OperationCondition]) {
+        let categories = Self.categories(of: conditions)
+        lifecycle.withLock { $0.categories = categories }
         for (index, condition) in conditions.enumerated() {
-            let answer = ConditionAnswer(operation: self, index: index, conditionName: condition.name)
+            let answer = ConditionAnswer(operation: self, index: index, condition: condition)
             condition.evaluate(for: self) { result in
                 answer.deliver(result)
             }
@@ -69,10 +73,34 @@ extension AsyncOperation {
         }
         if unanswered > 0, timeout.isFinite {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
-                guard let self else { return }
-                handle(lifecycle.withLock { $0.conditionsTimedOut(after: timeout) }, timedOut: true)
+                self?.conditionsTimedOut(after: timeout)
             }
         }
+    }
+
+    /// The distinct categories of `conditions`, sorted (the order is irrelevant to correctness).
+    private static func categories(of conditions: [any OperationCondition]) -> [String] {
+        var categories: [String] = []
+        for condition in conditions {
+            let own = condition.mutuallyExclusiveCategories
+            guard !own.isEmpty else { continue }
+            categories.append(contentsOf: own)
+        }
+        guard categories.count > 1 else { return categories }
+        return Array(Set(categories)).sorted()
+    }
+
+    private func conditionsTimedOut(after timeout: TimeInterval) {
+        let unanswered = lifecycle.withLock { $0.unansweredConditions }
+        guard !unanswered.isEmpty else { return }
+        let failures = unanswered.map { entry -> (index: Int, error: any Error) in
+            (entry.index, AsyncOperationError.conditionTimedOut(condition: entry.condition.name, after: timeout))
+        }
+        handle(lifecycle.withLock { $0.conditionsTimedOut(failures) }, timedOut: true)
+    }
+
+    var isEvaluatingConditions: Bool {
+        lifecycle.withLock { $0.phase == .evaluatingConditions }
     }
 
     func conditionAnswered(index: Int, result: ConditionResult) {
@@ -150,12 +178,12 @@ final class ConditionAnswer: Sendable {
 
     private let slot: Locked<Slot>
     private let index: Int
-    private let conditionName: String
+    private let condition: any OperationCondition
 
-    init(operation: AsyncOperation, index: Int, conditionName: String) {
+    init(operation: AsyncOperation, index: Int, condition: any OperationCondition) {
         self.slot = Locked.make(Slot(operation: operation))
         self.index = index
-        self.conditionName = conditionName
+        self.condition = condition
     }
 
     func deliver(_ result: ConditionResult) {
@@ -169,8 +197,9 @@ final class ConditionAnswer: Sendable {
 
     deinit {
         let operation = slot.withLock { slot in slot.isAnswered ? nil : slot.operation }
-        guard let operation else { return }
-        OperationDiagnostics.report(.conditionNeverAnswered, operation, "condition '\(conditionName)' released its completion handler without calling it; the operation fails")
-        operation.conditionAnswered(index: index, result: .failed(AsyncOperationError.conditionNeverAnswered(condition: conditionName)))
+        guard let operation, operation.isEvaluatingConditions else { return }
+        let name = condition.name
+        OperationDiagnostics.report(.conditionNeverAnswered, operation, "condition '\(name)' released its completion handler without calling it; the operation fails")
+        operation.conditionAnswered(index: index, result: .failed(AsyncOperationError.conditionNeverAnswered(condition: name)))
     }
 }

@@ -124,15 +124,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 beginExecution(observers: observers)
             case let .finish(finishing):
                 perform(finishing)
-            case let .finishNotReady(finishing):
+            case .finishNotReady:
                 OperationDiagnostics.report(.startedOutOfTurn, self, "start() was called before all dependencies finished; the operation finished without executing")
-                perform(finishing)
+                finish(with: AsyncOperationError.startedBeforeDependenciesFinished(operation: displayName))
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
-                lifecycle.withLock {
-                    $0.foreignQueue = callerQueue
-                    $0.operationName = displayName
-                }
+                lifecycle.withLock { $0.foreignQueue = callerQueue }
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .reportOutOfTurn(message):
                 OperationDiagnostics.report(.startedOutOfTurn, self, message)

@@ -101,8 +101,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func admit(_ operation: AsyncOperation, batch: inout [Operation]) {
         let ticket = Ticket.next()
-        let name = operation.displayName
-        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, name: name) }) {
+        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
         case .handOffNow:

@@ -43,8 +43,6 @@ struct OperationLifecycle {
     var dependents: [Weak<AsyncOperation>] = []
     /// The dependency that closes a dependency cycle, if one was detected.
     var cycleDependencyName: String?
-    /// The operation's display name, recorded when it is enqueued, for errors.
-    var operationName = ""
 
     /// The queue managing this operation, when it was added to an `AsyncOperationQueue`. Held
     /// strongly until the operation finishes, as Foundation's queues are kept alive by their work.
@@ -75,7 +73,8 @@ struct OperationLifecycle {
 
     /// Book-keeping for one round of condition evaluation.
     struct ConditionEvaluation {
-        var pendingNames: [String?] = []
+        /// For each condition, whether its answer is still awaited.
+        var awaiting: [Bool] = []
         var pendingCount = 0
         var failures: [any Error] = []
     }
@@ -109,7 +108,7 @@ struct OperationLifecycle {
         case runPipeline([any OperationCondition])
     }
 
-    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, name: String) -> EnqueueAction {
+    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64) -> EnqueueAction {
         switch phase {
         case .initialized:
             break
@@ -122,7 +121,6 @@ struct OperationLifecycle {
         }
         self.queue = queue
         self.ticket = ticket
-        self.operationName = name
         let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
             && !isCancelled && cycleDependencyName == nil
         if canSkipPipeline {
@@ -139,6 +137,8 @@ struct OperationLifecycle {
         case evaluateConditions([any OperationCondition])
         case conditionsPassed(categories: [String])
         case finish([any Error])
+        /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
+        case finishClosingCycle(dependencyName: String)
     }
 
     /// Called once condition dependencies are attached: start waiting.
@@ -153,7 +153,7 @@ struct OperationLifecycle {
         guard phase == .pending else { return .none }
         if isCancelled { return .finish([]) }
         if let cycleDependencyName {
-            return .finish([AsyncOperationError.dependencyCycle(operation: operationName, dependency: cycleDependencyName)])
+            return .finishClosingCycle(dependencyName: cycleDependencyName)
         }
         guard unfinishedDependencies.isEmpty else { return .none }
         if conditions.isEmpty {
@@ -163,7 +163,7 @@ struct OperationLifecycle {
         }
         phase = .evaluatingConditions
         conditionEvaluation = ConditionEvaluation(
-            pendingNames: conditions.map(\.name),
+            awaiting: Array(repeating: true, count: conditions.count),
             pendingCount: conditions.count,
             failures: []
         )
@@ -196,10 +196,10 @@ struct OperationLifecycle {
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
         guard phase == .evaluatingConditions,
-              index < conditionEvaluation.pendingNames.count,
-              conditionEvaluation.pendingNames[index] != nil
+              index < conditionEvaluation.awaiting.count,
+              conditionEvaluation.awaiting[index]
         else { return .none }
-        conditionEvaluation.pendingNames[index] = nil
+        conditionEvaluation.awaiting[index] = false
         conditionEvaluation.pendingCount -= 1
         if case let .failed(error) = result {
             conditionEvaluation.failures.append(error)
@@ -207,13 +207,22 @@ struct OperationLifecycle {
         return conditionsSettledAction()
     }
 
-    mutating func conditionsTimedOut(after seconds: TimeInterval) -> ConditionAction {
-        guard phase == .evaluatingConditions, conditionEvaluation.pendingCount > 0 else { return .none }
-        for name in conditionEvaluation.pendingNames.compactMap({ $0 }) {
-            conditionEvaluation.failures.append(AsyncOperationError.conditionTimedOut(condition: name, after: seconds))
+    /// The conditions that have not answered yet (to name them in timeout errors).
+    var unansweredConditions: [(index: Int, condition: any OperationCondition)] {
+        guard phase == .evaluatingConditions else { return [] }
+        return conditionEvaluation.awaiting.indices
+            .filter { conditionEvaluation.awaiting[$0] && $0 < conditions.count }
+            .map { ($0, conditions[$0]) }
+    }
+
+    /// Fails the conditions at `indices`, which did not answer in time, with `errors`.
+    mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
+        guard phase == .evaluatingConditions else { return .none }
+        for (index, error) in failures where index < conditionEvaluation.awaiting.count && conditionEvaluation.awaiting[index] {
+            conditionEvaluation.awaiting[index] = false
+            conditionEvaluation.pendingCount -= 1
+            conditionEvaluation.failures.append(error)
         }
-        conditionEvaluation.pendingNames = conditionEvaluation.pendingNames.map { _ in nil }
-        conditionEvaluation.pendingCount = 0
         return conditionsSettledAction()
     }
 
@@ -227,12 +236,6 @@ struct OperationLifecycle {
         conditionEvaluation = ConditionEvaluation()
         if !failures.isEmpty { return .failed(failures) }
         if isCancelled { return .failed([]) }
-        var seen = Set<String>()
-        var categories: [String] = []
-        for category in conditions.flatMap(\.mutuallyExclusiveCategories).sorted() where seen.insert(category).inserted {
-            categories.append(category)
-        }
-        self.categories = categories
         phase = .waitingForCategories
         return .passed(categories: categories)
     }
@@ -288,7 +291,7 @@ struct OperationLifecycle {
         case none
         case execute(observers: [any OperationObserver])
         case finish(FinishAction)
-        case finishNotReady(FinishAction)
+        case finishNotReady
         case runPipelineInline([any OperationCondition])
         case reportOutOfTurn(String)
     }
@@ -303,10 +306,7 @@ struct OperationLifecycle {
             return .execute(observers: observers)
         case .initialized:
             if isCancelled { return .finish(beginFinishing(adding: [])) }
-            guard unfinishedDependencies.isEmpty else {
-                let error = AsyncOperationError.startedBeforeDependenciesFinished(operation: operationName)
-                return .finishNotReady(beginFinishing(adding: [error]))
-            }
+            guard unfinishedDependencies.isEmpty else { return .finishNotReady }
             startedByCaller = true
             phase = .enqueuing
             return .runPipelineInline(conditions)

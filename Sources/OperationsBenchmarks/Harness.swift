@@ -1,0 +1,117 @@
+import Foundation
+
+/// One timed run of a workload: how long it took and whether its result was correct.
+struct Run {
+    let seconds: Double
+    let problem: String?
+}
+
+/// Runs a workload several times and keeps the median.
+struct Measurement {
+    let label: String
+    let runs: [Run]
+
+    var median: Double {
+        let sorted = runs.map(\.seconds).sorted()
+        return sorted[sorted.count / 2]
+    }
+
+    var problems: [String] { runs.compactMap(\.problem) }
+}
+
+enum Harness {
+    static func measure(_ label: String, repetitions: Int, _ body: () -> Run) -> Measurement {
+        var runs: [Run] = []
+        for _ in 0..<repetitions {
+            runs.append(body())
+        }
+        let measurement = Measurement(label: label, runs: runs)
+        let status = measurement.problems.isEmpty ? "ok" : "WRONG: \(measurement.problems[0])"
+        print("  \(label.padding(toLength: 58, withPad: " ", startingAt: 0)) \(format(measurement.median)) s  (\(status))")
+        return measurement
+    }
+
+    /// Times `body`, which returns a description of anything that went wrong (nil if correct).
+    static func time(_ body: () -> String?) -> Run {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let problem = body()
+        let end = DispatchTime.now().uptimeNanoseconds
+        return Run(seconds: Double(end - start) / 1e9, problem: problem)
+    }
+
+    static func format(_ seconds: Double) -> String {
+        String(format: "%7.3f", seconds)
+    }
+}
+
+/// The peak resident memory of this process, in megabytes.
+///
+/// On Linux this reads `VmHWM` from /proc/self/status: `ru_maxrss` survives `exec`, so a child
+/// process would report its parent's peak.
+func peakResidentMegabytes() -> Double {
+    #if os(Linux)
+    if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+       let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+       let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") {
+        return kilobytes / 1024
+    }
+    #endif
+    var usage = rusage()
+    #if canImport(Darwin)
+    getrusage(RUSAGE_SELF, &usage)
+    return Double(usage.ru_maxrss) / 1_048_576 // bytes
+    #else
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_maxrss) / 1024 // kilobytes
+    #endif
+}
+
+/// A thread-safe counter for workload bodies.
+final class Tally: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var value = 0
+
+    func add() {
+        lock.lock()
+        value += 1
+        lock.unlock()
+    }
+
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+}
+
+/// Checks that at most one piece of work per category runs at a time.
+final class ExclusionCheck: @unchecked Sendable {
+    // @unchecked Sendable: `inside` and `violations` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var inside: [Int]
+    private var violations = 0
+
+    init(categories: Int) {
+        inside = Array(repeating: 0, count: categories)
+    }
+
+    func enter(_ category: Int) {
+        lock.lock()
+        inside[category] += 1
+        if inside[category] > 1 { violations += 1 }
+        lock.unlock()
+    }
+
+    func leave(_ category: Int) {
+        lock.lock()
+        inside[category] -= 1
+        lock.unlock()
+    }
+
+    var violationCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return violations
+    }
+}

@@ -1,0 +1,207 @@
+import Conditions
+import Foundation
+import Observers
+import Operations
+
+/// The workloads W1 to W6 of the benchmark, for this framework and for the references.
+enum Workloads {
+    // MARK: W1: trivial block operations
+
+    static func foundationBlocks(_ count: Int) -> String? {
+        let tally = Tally()
+        let queue = OperationQueue()
+        for _ in 0..<count {
+            queue.addOperation(BlockOperation { tally.add() })
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(tally.count, count, "bodies")
+    }
+
+    static func dispatchBlocks(_ count: Int) -> String? {
+        let tally = Tally()
+        let group = DispatchGroup()
+        let queue = DispatchQueue(label: "bench", attributes: .concurrent)
+        for _ in 0..<count {
+            queue.async(group: group) { tally.add() }
+        }
+        group.wait()
+        return expect(tally.count, count, "bodies")
+    }
+
+    static func asyncBlocks(_ count: Int) -> String? {
+        let tally = Tally()
+        let queue = AsyncOperationQueue()
+        for _ in 0..<count {
+            queue.addOperation(AsyncBlockOperation { tally.add() })
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(tally.count, count, "bodies")
+    }
+
+    // MARK: W2: mutual exclusion over 8 categories
+
+    static func serialQueues(_ count: Int, categories: Int) -> String? {
+        let tally = Tally()
+        let check = ExclusionCheck(categories: categories)
+        let queues = (0..<categories).map { _ -> OperationQueue in
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            return queue
+        }
+        for index in 0..<count {
+            let category = index % categories
+            queues[category].addOperation(BlockOperation {
+                check.enter(category)
+                tally.add()
+                check.leave(category)
+            })
+        }
+        for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+        return expect(tally.count, count, "bodies") ?? expect(check.violationCount, 0, "exclusion violations")
+    }
+
+    static func exclusiveOperations(_ count: Int, categories: Int) -> String? {
+        let tally = Tally()
+        let check = ExclusionCheck(categories: categories)
+        let names = (0..<categories).map { "bench.category.\($0)" }
+        let queue = AsyncOperationQueue()
+        for index in 0..<count {
+            let category = index % categories
+            let operation = AsyncBlockOperation {
+                check.enter(category)
+                tally.add()
+                check.leave(category)
+            }
+            operation.addCondition(ExclusiveCategory(names[category]))
+            queue.addOperation(operation)
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(tally.count, count, "bodies") ?? expect(check.violationCount, 0, "exclusion violations")
+    }
+
+    // MARK: W3: a batch of children, added at once and waited for
+
+    static func foundationBatch(_ count: Int) -> String? {
+        let tally = Tally()
+        let queue = OperationQueue()
+        let operations = (0..<count).map { _ in BlockOperation { tally.add() } }
+        queue.addOperations(operations, waitUntilFinished: true)
+        return expect(tally.count, count, "bodies")
+    }
+
+    static func asyncBatch(_ count: Int) -> String? {
+        let tally = Tally()
+        let queue = AsyncOperationQueue()
+        let operations = (0..<count).map { _ in AsyncBlockOperation { tally.add() } }
+        queue.addOperations(operations, waitUntilFinished: true)
+        return expect(tally.count, count, "bodies")
+    }
+
+    // MARK: W4: a chain of dependent operations
+
+    static func asyncChain(_ count: Int) -> String? {
+        let order = OrderCheck()
+        let queue = AsyncOperationQueue()
+        var operations: [AsyncBlockOperation] = []
+        operations.reserveCapacity(count)
+        for index in 0..<count {
+            let operation = AsyncBlockOperation { order.record(index) }
+            if let previous = operations.last { operation.addDependency(previous) }
+            operations.append(operation)
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.waitUntilAllOperationsAreFinished()
+        operations.removeAll() // releasing the chain must not recurse
+        return expect(order.count, count, "bodies") ?? (order.isInOrder ? nil : "chain ran out of order")
+    }
+
+    static func foundationChain(_ count: Int) -> String? {
+        let order = OrderCheck()
+        let queue = OperationQueue()
+        var operations: [BlockOperation] = []
+        for index in 0..<count {
+            let operation = BlockOperation { order.record(index) }
+            if let previous = operations.last { operation.addDependency(previous) }
+            operations.append(operation)
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(order.count, count, "bodies") ?? (order.isInOrder ? nil : "chain ran out of order")
+    }
+
+    // MARK: W5: observers
+
+    static func observedOperations(_ count: Int) -> String? {
+        let tally = Tally()
+        let started = Tally()
+        let finished = Tally()
+        let observed = Tally()
+        let queue = AsyncOperationQueue()
+        let startedObserver = StartedObserver { _ in started.add() }
+        let finishedObserver = FinishedObserver { _, _ in finished.add() }
+        let blockObserver = BlockObserver(didStart: { _ in observed.add() }, didFinish: { _, _ in observed.add() })
+        for _ in 0..<count {
+            let operation = AsyncBlockOperation { tally.add() }
+            operation.addObserver(startedObserver)
+            operation.addObserver(finishedObserver)
+            operation.addObserver(blockObserver)
+            queue.addOperation(operation)
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(tally.count, count, "bodies")
+            ?? expect(started.count, count, "didStart calls")
+            ?? expect(finished.count, count, "didFinish calls")
+            ?? expect(observed.count, 2 * count, "block observer calls")
+    }
+
+    // MARK: W6: satisfied conditions
+
+    static func conditionedOperations(_ count: Int) -> String? {
+        let tally = Tally()
+        let checked = Tally()
+        let queue = AsyncOperationQueue()
+        let first = BlockCondition { checked.add(); return true }
+        let second = NoFailedDependencies()
+        for _ in 0..<count {
+            let operation = AsyncBlockOperation { tally.add() }
+            operation.addCondition(first)
+            operation.addCondition(second)
+            queue.addOperation(operation)
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(tally.count, count, "bodies") ?? expect(checked.count, count, "condition evaluations")
+    }
+
+    private static func expect(_ actual: Int, _ expected: Int, _ what: String) -> String? {
+        actual == expected ? nil : "\(what): \(actual), expected \(expected)"
+    }
+}
+
+/// Records the order chain links ran in.
+final class OrderCheck: @unchecked Sendable {
+    // @unchecked Sendable: `last`, `count` and `inOrder` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var last = -1
+    private var total = 0
+    private var inOrder = true
+
+    func record(_ index: Int) {
+        lock.lock()
+        if index != last + 1 { inOrder = false }
+        last = index
+        total += 1
+        lock.unlock()
+    }
+
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return total
+    }
+
+    var isInOrder: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return inOrder
+    }
+}

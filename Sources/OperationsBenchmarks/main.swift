@@ -1,0 +1,105 @@
+import Foundation
+
+// Benchmarks W1 to W6 (issue 4) against Foundation and Dispatch, in one process, with every run
+// checked for correctness. Run with `swift run -c release operations-benchmarks`.
+// `--quick` runs each workload once at a tenth of the size (a smoke test).
+
+let arguments = CommandLine.arguments
+let quick = arguments.contains("--quick")
+let scale = quick ? 10 : 1
+let repetitions = quick ? 1 : 3
+
+if let index = arguments.firstIndex(of: "--memory-probe"), index + 1 < arguments.count {
+    // Child process mode: run one W1 variant once and print the peak memory.
+    let count = 100_000 / scale
+    let problem = arguments[index + 1] == "foundation" ? Workloads.foundationBlocks(count) : Workloads.asyncBlocks(count)
+    print(problem == nil ? String(format: "%.1f", peakResidentMegabytes()) : "WRONG")
+    exit(0)
+}
+
+func ratio(_ ours: Measurement, _ reference: Measurement) -> String {
+    String(format: "%.2f x", ours.median / reference.median)
+}
+
+var failures: [String] = []
+var rows: [(String, String, String)] = []
+
+@MainActor func record(_ measurements: [Measurement]) {
+    for measurement in measurements {
+        failures += measurement.problems.map { "\(measurement.label): \($0)" }
+    }
+}
+
+print("Operations benchmarks: medians of \(repetitions), seconds (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
+
+print("W1: \(100_000 / scale) trivial block operations")
+let w1Dispatch = Harness.measure("Dispatch concurrent queue (reference)", repetitions: repetitions) { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }
+let w1Foundation = Harness.measure("Foundation BlockOperation on OperationQueue (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(100_000 / scale) } }
+let w1Ours = Harness.measure("AsyncBlockOperation on AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(100_000 / scale) } }
+record([w1Dispatch, w1Foundation, w1Ours])
+rows.append(("W1 vs Foundation BlockOperation", ratio(w1Ours, w1Foundation), "<= 1.40 x"))
+
+print("\nW2: \(20_000 / scale) operations, mutual exclusion over 8 categories")
+let w2Reference = Harness.measure("8 serial OperationQueues (reference)", repetitions: repetitions) { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }
+let w2Ours = Harness.measure("ExclusiveCategory on one AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }
+record([w2Reference, w2Ours])
+rows.append(("W2 vs 8 serial queues", ratio(w2Ours, w2Reference), "<= 2.00 x"))
+
+print("\nW3: \(10_000 / scale) operations added at once and waited for")
+let w3Reference = Harness.measure("Foundation addOperations(waitUntilFinished:) (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBatch(10_000 / scale) } }
+let w3Ours = Harness.measure("AsyncOperationQueue addOperations(waitUntilFinished:)", repetitions: repetitions) { Harness.time { Workloads.asyncBatch(10_000 / scale) } }
+record([w3Reference, w3Ours])
+rows.append(("W3 (batch; GroupOperation comes with issue 3)", ratio(w3Ours, w3Reference), "<= 2.00 x"))
+
+print("\nW4: chains of dependent operations")
+let w4Independent = Harness.measure("\(10_000 / scale) independent operations (our own baseline)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(10_000 / scale) } }
+let w4Chain10k = Harness.measure("chain of \(10_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(10_000 / scale) } }
+let w4Chain100k = Harness.measure("chain of \(100_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(100_000 / scale) } }
+let w4Foundation = Harness.measure("Foundation chain of \(10_000 / scale) (reference, 1 run)", repetitions: 1) { Harness.time { Workloads.foundationChain(10_000 / scale) } }
+record([w4Independent, w4Chain10k, w4Chain100k, w4Foundation])
+rows.append(("W4 chain 10k vs 10k independent", ratio(w4Chain10k, w4Independent), "<= 5.00 x"))
+rows.append(("W4 chain 100k vs chain 10k", ratio(w4Chain100k, w4Chain10k), "<= 15.00 x"))
+if !quick {
+    let w4Million = Harness.measure("chain of 1,000,000 (completes and is released)", repetitions: 1) { Harness.time { Workloads.asyncChain(1_000_000) } }
+    record([w4Million])
+}
+
+print("\nW5 and W6: \(20_000 / scale) operations")
+let w56Baseline = Harness.measure("plain (our own W1 at this count)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(20_000 / scale) } }
+let w5 = Harness.measure("3 observers each", repetitions: repetitions) { Harness.time { Workloads.observedOperations(20_000 / scale) } }
+let w6 = Harness.measure("2 satisfied conditions each", repetitions: repetitions) { Harness.time { Workloads.conditionedOperations(20_000 / scale) } }
+record([w56Baseline, w5, w6])
+rows.append(("W5 vs our W1 at the same count", ratio(w5, w56Baseline), "<= 2.00 x"))
+rows.append(("W6 vs our W1 at the same count", ratio(w6, w56Baseline), "<= 2.00 x"))
+
+print("\nPeak memory for W1 (separate processes)")
+@MainActor func probeMemory(_ variant: String) -> Double? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["--memory-probe", variant] + (quick ? ["--quick"] : [])
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    do { try process.run() } catch { return nil }
+    process.waitUntilExit()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+}
+if let foundationMemory = probeMemory("foundation"), let ourMemory = probeMemory("async") {
+    print(String(format: "  Foundation %.1f MB, ours %.1f MB", foundationMemory, ourMemory))
+    rows.append(("W1 peak memory vs Foundation", String(format: "%.2f x", ourMemory / foundationMemory), "<= 1.50 x"))
+} else {
+    failures.append("memory probe failed")
+}
+
+print("\nRatios (ours / reference, medians from this run)")
+for (label, value, target) in rows {
+    print("  \(label.padding(toLength: 48, withPad: " ", startingAt: 0)) \(value.padding(toLength: 9, withPad: " ", startingAt: 0)) target \(target)")
+}
+
+if failures.isEmpty {
+    print("\nEvery run was correct.")
+} else {
+    print("\nINCORRECT RUNS:")
+    failures.forEach { print("  \($0)") }
+    exit(1)
+}
