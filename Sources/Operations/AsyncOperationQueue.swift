@@ -33,6 +33,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var isSuspended = false
         weak var delegate: (any AsyncOperationQueueDelegate)?
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
+        /// The latest barrier that has not finished: everything added after it waits for it.
+        var barrier: Operation?
     }
 
     let book = Locked<Book>.make(Book())
@@ -75,9 +77,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch: [Operation] = []
         batch.reserveCapacity(operations.count)
-        let delegate = self.delegate
+        let (delegate, barrier) = book.withLock { ($0.delegate, $0.barrier) }
         for operation in operations {
             delegate?.operationQueue(self, willAdd: operation)
+            if let barrier, barrier !== operation {
+                operation.addDependency(barrier)
+            }
             if let operation = operation as? AsyncOperation {
                 admit(operation, batch: &batch)
             } else if operation.isFinished || operation.isExecuting {
@@ -97,6 +102,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Wraps `block` in a `BlockOperation` and adds it.
     open override func addOperation(_ block: @escaping @Sendable () -> Void) {
         addOperation(BlockOperation(block: block))
+    }
+
+    /// Runs `barrier` once every operation added before it has finished, and before any operation
+    /// added after it starts, counting operations still waiting in the queue's scheduler.
+    open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
+        let barrierOperation = AsyncBlockOperation(barrier)
+        barrierOperation.name = "barrier"
+        for operation in allOperations {
+            barrierOperation.addDependency(operation)
+        }
+        barrierOperation.addObserver(BarrierRelease(queue: self))
+        addOperation(barrierOperation)
+        book.withLock { $0.barrier = barrierOperation }
     }
 
     private func admit(_ operation: AsyncOperation, batch: inout [Operation]) {
@@ -237,5 +255,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             .map { ($0.lifecycle.withLock { $0.ticket }, $0) }
             .sorted { $0.0 < $1.0 }
             .map(\.1)
+    }
+}
+
+/// Stops later operations from waiting for a barrier once it has finished.
+private struct BarrierRelease: OperationObserver {
+    weak var queue: AsyncOperationQueue?
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
+        queue?.book.withLock { book in
+            if book.barrier === operation { book.barrier = nil }
+        }
     }
 }
