@@ -55,11 +55,7 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
             finish()
             return
         }
-        let gate = ContinuationGate(operation: self)
-        let body = block.withLock { state -> Body? in
-            if case .continuation = state.body { state.pendingContinuation = gate }
-            return state.body
-        }
+        let body = block.withLock { $0.body }
         switch body {
         case nil:
             finish()
@@ -71,6 +67,8 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
                 finish(with: error)
             }
         case let .continuation(work)?:
+            let gate = ContinuationGate(operation: self)
+            block.withLock { $0.pendingContinuation = gate }
             work { error in gate.resume(error) }
         }
     }
@@ -99,11 +97,14 @@ final class ContinuationGate: Sendable {
     }
 
     private let state: Locked<State>
-    private let operationName: String
+    /// What names the operation in a diagnostic once the gate has let go of it.
+    private let operationName: String?
+    private let operationType: AsyncBlockOperation.Type
 
     init(operation: AsyncBlockOperation) {
         state = Locked.make(State(operation: operation))
-        operationName = operation.displayName
+        operationName = operation.name
+        operationType = type(of: operation)
     }
 
     func resume(_ error: (any Error)?) {
@@ -117,7 +118,7 @@ final class ContinuationGate: Sendable {
         if calledBefore {
             OperationDiagnostics.handler(OperationDiagnostic(
                 kind: .continuationCalledTwice,
-                operationName: operationName,
+                operationName: operationName ?? String(describing: operationType),
                 message: "the continuation was called a second time; the call was ignored"
             ))
             return

@@ -170,9 +170,12 @@ extension AsyncOperation {
 }
 
 /// The completion handler given to one condition: answers once, and notices being dropped.
+///
+/// It holds its operation strongly until the condition answers (a weak reference would give every
+/// conditioned operation a side table and slow down all its reference counting).
 final class ConditionAnswer: Sendable {
     private struct Slot {
-        weak var operation: AsyncOperation?
+        var operation: AsyncOperation?
         var isAnswered = false
     }
 
@@ -190,6 +193,7 @@ final class ConditionAnswer: Sendable {
         let operation = slot.withLock { slot -> AsyncOperation? in
             guard !slot.isAnswered else { return nil }
             slot.isAnswered = true
+            defer { slot.operation = nil }
             return slot.operation
         }
         operation?.conditionAnswered(index: index, result: result)
