@@ -55,6 +55,10 @@ extension AsyncOperation {
         case let .conditionsPassed(categories):
             acquire(categories)
         case let .evaluateConditions(conditions):
+            if let queue = lifecycle.withLock({ $0.queue }), queue.parkIfSuspended(self) {
+                return // a suspended queue evaluates nothing; resumeAfterSuspension() picks up
+            }
+            guard lifecycle.withLock({ $0.dispatchConditions() }) else { return }
             evaluate(conditions)
         }
     }
@@ -129,6 +133,11 @@ extension AsyncOperation {
             return
         }
         let (queue, ticket) = lifecycle.withLock { ($0.queue, $0.ticket) }
+        if let category = queue?.group?.heldCategory(among: categories) {
+            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
+            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
+            return
+        }
         if let queue, queue.parkIfSuspended(self) {
             return
         }
@@ -144,8 +153,12 @@ extension AsyncOperation {
 
     /// Called when a suspended queue resumes.
     func resumeAfterSuspension() {
-        let categories = lifecycle.withLock { $0.isWaitingForCategories ? $0.categories : nil }
-        if let categories {
+        switch lifecycle.withLock({ $0.resumeAfterSuspension() }) {
+        case .none:
+            break
+        case let .evaluateConditions(conditions):
+            evaluate(conditions)
+        case let .acquireCategories(categories):
             acquire(categories)
         }
     }

@@ -35,6 +35,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
         /// The latest barrier that has not finished: everything added after it waits for it.
         var barrier: Operation?
+        /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
+        weak var group: GroupOperation?
+    }
+
+    /// The group whose children this queue runs, if any.
+    var group: GroupOperation? {
+        book.withLock { $0.group }
     }
 
     let book = Locked<Book>.make(Book())
@@ -77,17 +84,18 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch: [Operation] = []
         batch.reserveCapacity(operations.count)
-        let (delegate, barrier) = book.withLock { ($0.delegate, $0.barrier) }
+        let (delegate, barrier, group) = book.withLock { ($0.delegate, $0.barrier, $0.group) }
         for operation in operations {
             delegate?.operationQueue(self, willAdd: operation)
             if let barrier, barrier !== operation {
                 operation.addDependency(barrier)
             }
             if let operation = operation as? AsyncOperation {
-                admit(operation, batch: &batch)
+                admit(operation, batch: &batch, group: group)
             } else if operation.isFinished || operation.isExecuting {
                 OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
             } else {
+                group?.childWasAdmitted(operation)
                 batch.append(operation)
             }
         }
@@ -117,14 +125,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         book.withLock { $0.barrier = barrierOperation }
     }
 
-    private func admit(_ operation: AsyncOperation, batch: inout [Operation]) {
+    private func admit(_ operation: AsyncOperation, batch: inout [Operation], group: GroupOperation?) {
         let ticket = Ticket.next()
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
         case .handOffNow:
+            group?.childWasAdmitted(operation)
             batch.append(operation)
         case let .runPipeline(conditions):
+            group?.childWasAdmitted(operation)
             giveToFoundation(batch) // keep Foundation's order the order of adding
             batch.removeAll(keepingCapacity: true)
             book.withLock { $0.held[ObjectIdentifier(operation)] = operation }
@@ -153,13 +163,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
-        let delegate = book.withLock { book -> (any AsyncOperationQueueDelegate)? in
+        let (delegate, group) = book.withLock { book -> ((any AsyncOperationQueueDelegate)?, GroupOperation?) in
             if !wasHandedOff {
                 book.held.removeValue(forKey: ObjectIdentifier(operation))
             }
-            return book.delegate
+            return (book.delegate, book.group)
         }
         delegate?.operationQueue(self, didFinish: operation, errors: errors)
+        group?.recordChildFinished(operation, errors: errors)
     }
 
     /// Parks `operation` if the queue is suspended; it asks for its categories on resumption.
@@ -174,8 +185,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     // MARK: - Foundation's API, counting held operations
 
     /// Whether the queue starts operations. While suspended, operations still wait for their
-    /// dependencies and conditions, but none is started and none takes a mutually exclusive
-    /// category.
+    /// dependencies, but none has its conditions evaluated, takes a mutually exclusive category
+    /// or starts.
     open override var isSuspended: Bool {
         get { super.isSuspended }
         set {

@@ -30,6 +30,9 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// `start()` was called on an operation that a queue is managing, or before its
         /// dependencies finished.
         case startedOutOfTurn
+        /// A child needs a mutually exclusive category its enclosing group holds; it fails with
+        /// `AsyncOperationError.categoryHeldByEnclosingGroup` instead of waiting forever.
+        case categoryHeldByEnclosingGroup
     }
 
     /// What went wrong.

@@ -62,6 +62,8 @@ struct OperationLifecycle {
     var holdsCategories = false
 
     var conditionEvaluation = ConditionEvaluation()
+    /// Set once the conditions were handed out for evaluation (not while parked by a suspended queue).
+    var conditionsDispatched = false
 
     /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
     var notificationsInFlight = 0
@@ -282,8 +284,31 @@ struct OperationLifecycle {
         return .handOff
     }
 
-    /// Whether a parked operation (its queue was suspended) still wants its categories.
-    var isWaitingForCategories: Bool { phase == .waitingForCategories && !holdsCategories }
+    enum ResumeAction {
+        case none
+        case evaluateConditions([any OperationCondition])
+        case acquireCategories([String])
+    }
+
+    /// What a parked operation (its queue was suspended) still has to do.
+    mutating func resumeAfterSuspension() -> ResumeAction {
+        switch phase {
+        case .evaluatingConditions where !conditionsDispatched:
+            conditionsDispatched = true
+            return .evaluateConditions(conditions)
+        case .waitingForCategories where !holdsCategories:
+            return .acquireCategories(categories)
+        default:
+            return .none
+        }
+    }
+
+    /// Marks the conditions as handed out for evaluation; `false` if they already were.
+    mutating func dispatchConditions() -> Bool {
+        guard phase == .evaluatingConditions, !conditionsDispatched else { return false }
+        conditionsDispatched = true
+        return true
+    }
 
     // MARK: - Starting
 

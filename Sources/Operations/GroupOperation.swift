@@ -1,0 +1,146 @@
+import Foundation
+
+/// An operation made of child operations, which runs them on its own queue and finishes once
+/// every one of them has finished.
+///
+/// Children run with the full engine: dependencies, conditions, mutual exclusion and observers.
+/// They start when the group executes; until then they wait (their conditions are not evaluated
+/// either). Children may be added while the group runs, until it finishes, and operations a child
+/// produces are awaited too. Groups nest.
+///
+/// ```swift
+/// let group = GroupOperation(operations: [fetchUser, fetchSettings])
+/// group.maxConcurrentOperationCount = 1     // one after another, in the order added
+/// group.addObserver(FinishedObserver { _, errors in print(errors) })
+/// queue.addOperation(group)
+/// ```
+///
+/// The group's `errors` hold every child's errors, then its own. Cancelling the group cancels its
+/// children; it still finishes only once they have. A child that needs a mutually exclusive
+/// category its enclosing group holds could never run, so it fails at once with
+/// `AsyncOperationError.categoryHeldByEnclosingGroup`.
+///
+/// Subclasses add their children in `execute()` and then call `super.execute()`:
+///
+/// ```swift
+/// final class SyncEverything: GroupOperation, @unchecked Sendable {
+///     override func execute() {
+///         addChildren([SyncContacts(), SyncCalendars()])
+///         super.execute()
+///     }
+/// }
+/// ```
+// @unchecked Sendable: `children` lives in a `Locked` value; the queue is thread-safe.
+open class GroupOperation: AsyncOperation, @unchecked Sendable {
+    private struct Children {
+        var pending = 0
+        var errors: [any Error] = []
+        var isExecuting = false
+        var isDone = false
+    }
+
+    private let queue = AsyncOperationQueue()
+    private let children = Locked.make(Children())
+
+    /// Creates a group with `operations` as its first children.
+    public init(operations: [Foundation.Operation] = []) {
+        super.init()
+        queue.name = "GroupOperation children"
+        queue.isSuspended = true
+        queue.book.withLock { $0.group = self }
+        addChildren(operations)
+    }
+
+    /// Adds a child. Allowed until the group finishes; later children are reported as
+    /// `.configuredTooLate` and run on a shared queue, so no work is lost.
+    public final func addChild(_ operation: Foundation.Operation) {
+        addChildren([operation])
+    }
+
+    /// Adds children, in order.
+    public final func addChildren(_ operations: [Foundation.Operation]) {
+        guard !operations.isEmpty else { return }
+        guard !children.withLock({ $0.isDone }) else {
+            OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run on a shared queue instead")
+            FallbackQueue.shared.addOperations(operations, waitUntilFinished: false)
+            return
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+    }
+
+    /// How many children may execute at once; 1 runs them one after another, in the order added.
+    /// Defaults to Foundation's default (as many as the system allows).
+    public final var maxConcurrentOperationCount: Int {
+        get { queue.maxConcurrentOperationCount }
+        set { queue.maxConcurrentOperationCount = newValue }
+    }
+
+    /// Starts the children. A subclass that adds children here calls `super.execute()` after
+    /// adding them.
+    open override func execute() {
+        children.withLock { $0.isExecuting = true }
+        queue.isSuspended = false
+        finishIfChildrenAreDone()
+    }
+
+    /// Called when a child finished, with its errors, before the group decides whether it is
+    /// done: a subclass may add more children here (to retry a failed one, say). Called on an
+    /// arbitrary thread. The default does nothing.
+    open func childDidFinish(_ child: Foundation.Operation, errors: [any Error]) {}
+
+    // MARK: - Book-keeping
+
+    func childWasAdmitted(_ child: Foundation.Operation) {
+        children.withLock { $0.pending += 1 }
+        guard !(child is AsyncOperation) else { return }
+        _ = DependencyWatcher.watch(child) { [weak self] in
+            self?.recordChildFinished(child, errors: [])
+        }
+    }
+
+    func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
+        childDidFinish(child, errors: errors)
+        children.withLock { state in
+            state.pending -= 1
+            state.errors.append(contentsOf: errors)
+        }
+        finishIfChildrenAreDone()
+    }
+
+    private func finishIfChildrenAreDone() {
+        let errors = children.withLock { state -> [any Error]? in
+            guard state.isExecuting, state.pending == 0, !state.isDone else { return nil }
+            state.isDone = true
+            return state.errors
+        }
+        if let errors {
+            finish(errors: errors)
+        }
+    }
+
+    override func cancellationDuringExecution() {
+        queue.cancelAllOperations()
+    }
+
+    override func releaseResources() {
+        let neverExecuted = children.withLock { state -> Bool in
+            defer { state.isDone = true }
+            return !state.isExecuting
+        }
+        if neverExecuted {
+            // Finished without executing (cancelled, or a condition failed): the children never
+            // will. Cancel them and let the queue drain them.
+            queue.cancelAllOperations()
+            queue.isSuspended = false
+        }
+    }
+
+    /// The first of `categories` this group (or a group enclosing it) holds while it executes.
+    func heldCategory(among categories: [String]) -> String? {
+        let held = lifecycle.withLock { $0.holdsCategories ? $0.categories : [] }
+        if let category = categories.first(where: held.contains) {
+            return category
+        }
+        return lifecycle.withLock { $0.queue }?.group?.heldCategory(among: categories)
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+/// A condition that only asks for a mutually exclusive category.
+private struct Exclusive: OperationCondition {
+    let category: String
+    var mutuallyExclusiveCategories: Set<String> { [category] }
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}
+
+private struct Failure: Error, Equatable {
+    let code: Int
+}
+
+@Suite struct GroupOperationTests {
+    @Test func group_finishesAfterEveryChild() {
+        let finished = Counter()
+        let children = (0..<20).map { _ in AsyncBlockOperation { finished.increment() } }
+        let group = GroupOperation(operations: children)
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(finished.current == 20)
+        #expect(children.allSatisfy { $0.isFinished })
+        #expect(group.isFinished && !group.isFailed)
+    }
+
+    @Test func emptyGroup_finishes() {
+        let group = GroupOperation()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(group.isFinished)
+    }
+
+    @Test func maxConcurrentOne_runsChildrenInOrderAdded() {
+        let order = Recorder<Int>()
+        let probe = ConcurrencyProbe()
+        let children = (0..<30).map { index in
+            AsyncBlockOperation {
+                probe.enter("group")
+                order.append(index)
+                usleep(200)
+                probe.leave("group")
+            }
+        }
+        let group = GroupOperation(operations: children)
+        group.maxConcurrentOperationCount = 1
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(order.all == Array(0..<30))
+        #expect(probe.maximum("group") == 1)
+    }
+
+    @Test func errors_holdEveryChildsErrors() {
+        let children = (1...3).map { code in AsyncBlockOperation { throw Failure(code: code) } }
+        let group = GroupOperation(operations: children + [AsyncBlockOperation {}])
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        let codes = group.errors.compactMap { ($0 as? Failure)?.code }.sorted()
+        #expect(codes == [1, 2, 3])
+    }
+
+    @Test func childrenAddedWhileRunning_andProduced_areAwaited() {
+        let ran = Recorder<String>()
+        let group = GroupOperation()
+        let producer = AsyncBlockOperation {}
+        let first = AsyncBlockOperation { finish in
+            ran.append("first")
+            group.addChild(AsyncBlockOperation { usleep(2_000); ran.append("added later") })
+            finish(nil)
+        }
+        let second = AsyncBlockOperation { ran.append("second") }
+        let producing = AsyncBlockOperation {}
+        producer.name = "producer"
+        group.addChildren([first, second, producing])
+        producing.addObserver(ProduceOnStart { operation in
+            operation.produce(AsyncBlockOperation { usleep(2_000); ran.append("produced") })
+        })
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(Set(ran.all) == ["first", "second", "added later", "produced"])
+    }
+
+    @Test func nestedGroups_finishInsideOut() {
+        let ran = Counter()
+        let inner = GroupOperation(operations: [AsyncBlockOperation { ran.increment() }])
+        let middle = GroupOperation(operations: [inner, AsyncBlockOperation { ran.increment() }])
+        let outer = GroupOperation(operations: [middle])
+        AsyncOperationQueue().addOperations([outer], waitUntilFinished: true)
+        #expect(ran.current == 2)
+        #expect(inner.isFinished && middle.isFinished && outer.isFinished)
+    }
+
+    @Test func cancellingGroup_cancelsChildren_andWaitsForThem() {
+        let started = Signal()
+        let release = Signal()
+        let longChild = AsyncBlockOperation { finish in
+            started.signal()
+            DispatchQueue.global().async { _ = release.wait(); finish(nil) }
+        }
+        let waitingChild = AsyncBlockOperation {}
+        waitingChild.addDependency(longChild)
+        let group = GroupOperation(operations: [longChild, waitingChild])
+        let queue = AsyncOperationQueue()
+        queue.addOperation(group)
+        #expect(started.wait())
+
+        group.cancel()
+
+        // The continuation child finishes at once when cancelled; the group then finishes.
+        #expect(waitUntilFinished([group]))
+        #expect(longChild.isCancelled && waitingChild.isCancelled)
+        #expect(longChild.isFinished && waitingChild.isFinished)
+        release.signal()
+    }
+
+    @Test func groupCancelledBeforeStart_neverRunsChildren_andReleasesThem() {
+        let ran = Counter()
+        let child = AsyncBlockOperation { ran.increment() }
+        let plainChild = BlockOperation { ran.increment() }
+        let group = GroupOperation(operations: [child, plainChild])
+        group.cancel()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(waitUntilFinished([child, plainChild]))
+        #expect(ran.current == 0)
+    }
+
+    @Test func plainFoundationChildren_areAwaited() {
+        let ran = Counter()
+        let group = GroupOperation(operations: (0..<5).map { _ in BlockOperation { usleep(1_000); ran.increment() } })
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(ran.current == 5)
+    }
+
+    @Test func childNeedingCategoryHeldByGroup_failsAtOnce() {
+        let category = uniqueName("category")
+        let child = AsyncBlockOperation {}
+        child.addCondition(Exclusive(category: category))
+        let group = GroupOperation(operations: [child])
+        group.addCondition(Exclusive(category: category))
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        let error = child.errors.first as? AsyncOperationError
+        #expect(error == .categoryHeldByEnclosingGroup(category: category, operation: "AsyncBlockOperation"))
+        #expect(group.isFinished)
+    }
+
+    @Test func subclass_addsChildrenInExecute() {
+        final class Sync: GroupOperation, @unchecked Sendable {
+            let ran = Counter()
+            override func execute() {
+                let ran = self.ran
+                addChildren([AsyncBlockOperation { ran.increment() }, AsyncBlockOperation { ran.increment() }])
+                super.execute()
+            }
+        }
+        let sync = Sync()
+        AsyncOperationQueue().addOperations([sync], waitUntilFinished: true)
+        #expect(sync.ran.current == 2)
+    }
+
+    @Test func finishedGroup_isReleasedWithItsChildren() {
+        var group: GroupOperation? = GroupOperation(operations: [AsyncBlockOperation {}])
+        let groupProbe = WeakProbe(group!)
+        AsyncOperationQueue().addOperations([group!], waitUntilFinished: true)
+        group = nil
+        #expect(groupProbe.isReleased())
+    }
+}
+
+/// Calls `body` when the observed operation starts.
+private struct ProduceOnStart: OperationObserver {
+    let body: @Sendable (AsyncOperation) -> Void
+    init(_ body: @escaping @Sendable (AsyncOperation) -> Void) { self.body = body }
+    func operationDidStart(_ operation: AsyncOperation) { body(operation) }
+}
