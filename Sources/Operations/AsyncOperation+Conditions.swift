@@ -39,7 +39,10 @@ extension AsyncOperation {
     }
 
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
-        lifecycle.withLock { $0.dependencies.append(dependency) }
+        lifecycle.withLock { state in
+            state.dependencies.append(dependency)
+            state.unfinishedDependencies.append(ObjectIdentifier(dependency))
+        }
         startWaiting(for: dependency)
         (queue ?? FallbackQueue.shared).addOperation(dependency)
     }

@@ -3,10 +3,9 @@ import Foundation
 extension AsyncOperation {
     // MARK: - Waiting
 
-    /// Counts `operation` as unfinished and arranges to hear when it finishes.
+    /// Arranges to hear when `operation`, already counted as unfinished, finishes.
     func startWaiting(for operation: Operation) {
         let id = ObjectIdentifier(operation)
-        lifecycle.withLock { $0.unfinishedDependencies.append(id) }
         if let dependency = operation as? AsyncOperation {
             if !dependency.addDependent(self) {
                 dependencyDidFinish(id)

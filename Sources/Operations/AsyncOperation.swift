@@ -270,10 +270,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             recordCycle(through: operation)
             return
         }
+        let id = ObjectIdentifier(operation)
         let accepted = lifecycle.withLock { state -> Bool? in
             guard state.phase <= .pending else { return nil }
             guard !state.dependencies.contains(where: { $0 === operation }) else { return false }
             state.dependencies.append(operation)
+            state.unfinishedDependencies.append(id) // counted at once, so no advance can slip past it
             return true
         }
         switch accepted {
@@ -283,6 +285,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             break
         case true?:
             if dependencyWouldCloseCycle(operation) {
+                lifecycle.withLock { state in state.unfinishedDependencies.removeAll { $0 == id } }
                 recordCycle(through: operation)
             } else {
                 startWaiting(for: operation)
