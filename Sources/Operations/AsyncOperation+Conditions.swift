@@ -58,7 +58,7 @@ extension AsyncOperation {
         case let .conditionsPassed(categories):
             acquire(categories)
         case let .evaluateConditions(conditions):
-            if let queue = lifecycle.withLock({ $0.queue }), queue.parkIfSuspended(self) {
+            if let queue = lifecycle.withLock({ $0.queue }), queue.parkIfSuspended(self).parked {
                 return // a suspended queue evaluates nothing; resumeAfterSuspension() picks up
             }
             guard lifecycle.withLock({ $0.dispatchConditions() }) else { return }
@@ -75,10 +75,10 @@ extension AsyncOperation {
                 answer.deliver(result)
             }
         }
-        let (unanswered, timeout) = lifecycle.withLock { state in
-            (state.unansweredConditionCount, state.queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout)
-        }
-        if unanswered > 0, timeout.isFinite {
+        let (unanswered, queue) = lifecycle.withLock { ($0.unansweredConditionCount, $0.queue) }
+        guard unanswered > 0 else { return }
+        let timeout = queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout
+        if timeout.isFinite {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
                 self?.conditionsTimedOut(after: timeout)
             }
@@ -136,12 +136,15 @@ extension AsyncOperation {
             return
         }
         let (queue, ticket) = lifecycle.withLock { ($0.queue, $0.ticket) }
-        if let category = queue?.group?.heldCategory(among: categories) {
+        var enclosingGroup: GroupOperation?
+        if let queue {
+            let (parked, group) = queue.parkIfSuspended(self)
+            if parked { return }
+            enclosingGroup = group
+        }
+        if let category = enclosingGroup?.heldCategory(among: categories) {
             OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
-            return
-        }
-        if let queue, queue.parkIfSuspended(self) {
             return
         }
         var effectiveTicket = ticket

@@ -173,12 +173,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         group?.recordChildFinished(operation, errors: errors)
     }
 
-    /// Parks `operation` if the queue is suspended; it asks for its categories on resumption.
-    func parkIfSuspended(_ operation: AsyncOperation) -> Bool {
+    /// Parks `operation` if the queue is suspended; it carries on when the queue resumes. Also
+    /// returns the group this queue belongs to, read under the same lock.
+    func parkIfSuspended(_ operation: AsyncOperation) -> (parked: Bool, group: GroupOperation?) {
         book.withLock { book in
-            guard book.isSuspended else { return false }
+            guard book.isSuspended else { return (false, book.group) }
             book.parked.append(operation)
-            return true
+            return (true, nil)
         }
     }
 
