@@ -60,12 +60,14 @@ extension AsyncOperation {
     /// Whether `self` can be reached from `dependency` through unfinished dependencies.
     ///
     /// Only an operation that others already wait for can close a cycle, so the common case
-    /// (building a chain front to back) costs one check.
+    /// (building a chain of `AsyncOperation`s front to back) costs one check. Plain Foundation
+    /// operations that wait for this one are invisible to it, so a plain dependency is always
+    /// searched.
     func dependencyWouldCloseCycle(_ dependency: Operation) -> Bool {
         let hasDependents = lifecycle.withLock { state in
             state.dependents.contains { $0.object != nil }
         }
-        guard hasDependents else { return false }
+        guard hasDependents || !(dependency is AsyncOperation) else { return false }
         var visited: Set<ObjectIdentifier> = []
         var stack: [Operation] = [dependency]
         while let next = stack.popLast() {

@@ -34,11 +34,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     deinit {
-        let released: [AnyObject] = lifecycle.withLock { state in
+        var released: [AnyObject] = lifecycle.withLock { state in
             defer { state.dependencies = [] }
             return state.dependencies
         }
-        DeferredRelease.release(released)
+        DeferredRelease.release(&released)
     }
 
     // MARK: - Override points
@@ -181,6 +181,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 observer.operationDidFinish(self, errors: errors)
             }
             completeFinish()
+        case let .releaseCategoriesEarly(categories):
+            ExclusivityController.shared.release(categories)
         }
     }
 
@@ -189,7 +191,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         willChangeValue(forKey: ObservedKey.isExecuting)
         #endif
         willChangeValue(forKey: ObservedKey.isFinished)
-        let remains = lifecycle.withLock { $0.completeFinish() }
+        var remains = lifecycle.withLock { $0.completeFinish() }
         releaseResources()
         let exclusivity = ExclusivityController.shared
         if !remains.categoriesToWithdraw.isEmpty {
@@ -209,7 +211,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if !remains.dependents.isEmpty {
             notifyDependents(remains.dependents)
         }
-        DeferredRelease.release(remains.released)
+        DeferredRelease.release(&remains.released)
     }
 
     // MARK: - Cancelling
@@ -247,6 +249,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 cancellationDuringExecution()
             case .announceReady:
                 announceReadiness()
+            case let .releaseCategories(categories):
+                ExclusivityController.shared.release(categories)
             }
             perform(heldBack)
         }

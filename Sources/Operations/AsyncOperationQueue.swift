@@ -94,6 +94,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 admit(operation, batch: &batch, group: group)
             } else if operation.isFinished || operation.isExecuting {
                 OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
+            } else if !PlainOperationRegistry.register(operation, ticket: Ticket.next()) {
+                OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue; the second add was ignored")
             } else {
                 group?.childWasAdmitted(operation)
                 batch.append(operation)
@@ -212,15 +214,33 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// declares `operations` in an extension, where Swift cannot override it, so there it lists
     /// only what Foundation's queue has been given: use `allOperations` for the whole picture.
     public var allOperations: [Operation] {
-        let waiting = heldOperations()
+        let waiting = book.withLock { Array($0.held.values) }
         let running = super.operations
         guard !waiting.isEmpty else { return running }
-        var seen = Set(waiting.map(ObjectIdentifier.init))
-        var merged: [Operation] = waiting
-        for operation in running where seen.insert(ObjectIdentifier(operation)).inserted {
-            merged.append(operation)
+        var seen = Set<ObjectIdentifier>()
+        var merged: [(ticket: UInt64, operation: Operation)] = []
+        merged.reserveCapacity(waiting.count + running.count)
+        for operation in waiting where seen.insert(ObjectIdentifier(operation)).inserted {
+            merged.append((Self.ticket(of: operation) ?? 0, operation))
         }
-        return merged
+        var previousTicket: UInt64 = 0
+        for operation in running where seen.insert(ObjectIdentifier(operation)).inserted {
+            // Foundation's list is in add order; an operation from elsewhere keeps its place.
+            let ticket = Self.ticket(of: operation) ?? previousTicket
+            previousTicket = ticket
+            merged.append((ticket, operation))
+        }
+        return merged.enumerated()
+            .sorted { ($0.element.ticket, $0.offset) < ($1.element.ticket, $1.offset) }
+            .map(\.element.operation)
+    }
+
+    private static func ticket(of operation: Operation) -> UInt64? {
+        if let operation = operation as? AsyncOperation {
+            let ticket = operation.lifecycle.withLock { $0.ticket }
+            return ticket == 0 ? nil : ticket
+        }
+        return PlainOperationRegistry.ticket(of: operation)
     }
 
     /// The number of operations on the queue that have not finished, including those still
@@ -244,10 +264,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// finish at once, without executing.
     open override func cancelAllOperations() {
         // Latest first, so no dependent is released to run by the cancellation of what it waits for.
-        for operation in heldOperations().reversed() {
+        for operation in allOperations.reversed() {
             operation.cancel()
         }
-        super.cancelAllOperations()
     }
 
     /// Blocks until every operation on the queue, including those still waiting, has finished.
@@ -259,14 +278,6 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 operation.waitUntilFinished()
             }
         }
-    }
-
-    private func heldOperations() -> [AsyncOperation] {
-        let held = book.withLock { Array($0.held.values) }
-        return held
-            .map { ($0.lifecycle.withLock { $0.ticket }, $0) }
-            .sorted { $0.0 < $1.0 }
-            .map(\.1)
     }
 }
 

@@ -353,6 +353,9 @@ struct OperationLifecycle {
         case none
         /// Executing: let the operation react (an `AsyncBlockOperation` finishes at once).
         case interruptExecution
+        /// Handed to Foundation but not started: it will not execute, so its categories are
+        /// given back now rather than when a busy queue gets round to starting it.
+        case releaseCategories([String])
         /// On a plain queue, waiting for dependencies: a cancelled operation is ready.
         case announceReady
     }
@@ -378,7 +381,8 @@ struct OperationLifecycle {
             _ = beginFinishing(adding: []) // held back until operationDidCancel is delivered
             followUp = .none
         case .ready:
-            followUp = .none // Foundation starts it, and start() finishes it
+            // Foundation starts it, and start() finishes it without executing.
+            followUp = releaseCategoriesEarly().map(CancelFollowUp.releaseCategories) ?? .none
         case .executing:
             followUp = .interruptExecution
         case .finishing, .finished:
@@ -393,6 +397,8 @@ struct OperationLifecycle {
         case none
         case reportDuplicate
         case deliver(observers: [any OperationObserver], errors: [any Error])
+        /// Handed to Foundation but not started: it finishes when started; its categories go back now.
+        case releaseCategoriesEarly([String])
     }
 
     mutating func finish(errors newErrors: [any Error]) -> FinishAction {
@@ -403,7 +409,7 @@ struct OperationLifecycle {
             // Foundation holds the operation and will call start(); it finishes there.
             errors.append(contentsOf: newErrors)
             finishRequestedBeforeStart = true
-            return .none
+            return releaseCategoriesEarly().map(FinishAction.releaseCategoriesEarly) ?? .none
         }
         return beginFinishing(adding: newErrors)
     }
@@ -422,6 +428,13 @@ struct OperationLifecycle {
             return .none
         }
         return .deliver(observers: observers, errors: errors)
+    }
+
+    /// Gives up the categories of an operation that will not execute after all.
+    private mutating func releaseCategoriesEarly() -> [String]? {
+        guard holdsCategories, !categories.isEmpty else { return nil }
+        holdsCategories = false
+        return categories
     }
 
     /// An observer notification was delivered; returns the finish delivery it was holding back.

@@ -647,7 +647,7 @@ import TestSupport
         #expect(waitUntil { queue.allOperationCount == 0 })
     }
 
-    @Test(.disabled("engine bug: cancelAllOperations lets a plain operation waiting for an executing AsyncBlockOperation run uncancelled"))
+    @Test
     func cancelAllOperations_cancelsAPlainOperationWaitingForAnAsyncOne() {
         // Given a plain operation waiting for an AsyncBlockOperation whose continuation is pending
         let gate = HeldCallback<(any Error)?>()
@@ -697,7 +697,7 @@ import TestSupport
         #expect(queue.allOperations.isEmpty)
     }
 
-    @Test(.disabled("engine bug: allOperations lists operations held in the scheduler before those Foundation runs, not in the order added"))
+    @Test
     func allOperations_listsOperationsInTheOrderTheyWereAdded() {
         // Given an executing operation, then one waiting for it, then one waiting for a condition
         let gate = HeldCallback<(any Error)?>()
@@ -775,7 +775,7 @@ import TestSupport
         #expect(ran.current == 1)
     }
 
-    @Test(.disabled("engine bug: re-adding a plain operation still waiting on a queue reaches Foundation, which traps (crashes the test process)"))
+    @Test
     func addingAWaitingPlainOperationAgain_isReportedInsteadOfCrashing() {
         // Given a plain operation waiting on a suspended queue
         let name = uniqueName("plain-added-twice")
@@ -959,7 +959,7 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
     }
 
-    @Test(.disabled("engine bug: a cycle closed through a plain operation is not detected, and both operations wait forever"))
+    @Test
     func cycleThroughAPlainOperation_isReportedAndBroken() {
         // Given a plain operation that depends on a, and a that then depends on it
         let names = (a: uniqueName("cycle-a"), plain: uniqueName("cycle-plain"))

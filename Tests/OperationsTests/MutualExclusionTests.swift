@@ -342,7 +342,7 @@ struct MutualExclusionTests {
         #expect(timeline.starts == ["H", "V"])
     }
 
-    @Test(.disabled("engine bug: a cancelled operation keeps its categories until its busy queue gives it a slot"))
+    @Test
     func cancellingAnOperationWaitingForASlot_freesItsCategory() {
         // Given a serial queue busy with R; A (X) is cleared to run there but has no slot yet;
         // B (X) waits on another queue
