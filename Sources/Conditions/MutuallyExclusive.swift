@@ -5,7 +5,8 @@ import Operations
 /// category named after `Category`.
 ///
 /// Operations of a category start in the order they were added to their queues, on every
-/// `AsyncOperationQueue`. An operation with several mutually exclusive conditions holds all of
+/// `AsyncOperationQueue`, counting from when their dependencies have finished: an operation still
+/// waiting for a dependency does not hold up later ones. An operation with several mutually exclusive conditions holds all of
 /// their categories at once; overlapping categories never deadlock. Cancelling or failing an
 /// operation frees its categories. A waiting operation occupies no concurrency slot.
 ///

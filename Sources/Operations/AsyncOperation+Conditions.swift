@@ -68,7 +68,9 @@ extension AsyncOperation {
 
     private func evaluate(_ conditions: [any OperationCondition]) {
         let categories = Self.categories(of: conditions)
-        lifecycle.withLock { $0.categories = categories }
+        if !categories.isEmpty, !reserve(categories) {
+            return
+        }
         for (index, condition) in conditions.enumerated() {
             let answer = ConditionAnswer(operation: self, index: index, condition: condition)
             condition.evaluate(for: self) { result in
@@ -130,29 +132,47 @@ extension AsyncOperation {
 
     // MARK: - Mutual exclusion
 
+    /// Takes this operation's place in its categories' lines while its conditions are evaluated;
+    /// `false` if it cannot ever hold them (an enclosing group holds one) and has finished.
+    private func reserve(_ categories: [String]) -> Bool {
+        let queue = lifecycle.withLock { $0.queue }
+        if let category = queue?.group?.heldCategory(among: categories) {
+            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
+            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
+            return false
+        }
+        let ticket = lifecycle.withLock { state -> UInt64? in
+            guard state.phase == .evaluatingConditions else { return nil }
+            if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
+            state.categories = categories
+            state.hasReservation = true
+            return state.ticket
+        }
+        guard let ticket else { return false }
+        ExclusivityController.shared.reserve(categories, for: self, ticket: ticket)
+        return true
+    }
+
     private func acquire(_ categories: [String]) {
         guard !categories.isEmpty else {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
         }
         let (queue, ticket) = lifecycle.withLock { ($0.queue, $0.ticket) }
-        var enclosingGroup: GroupOperation?
-        if let queue {
-            let (parked, group) = queue.parkIfSuspended(self)
-            if parked { return }
-            enclosingGroup = group
-        }
-        if let category = enclosingGroup?.heldCategory(among: categories) {
-            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
-            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
+        if let queue, queue.parkIfSuspended(self).parked {
+            // A suspended queue starts nothing: leave the line rather than hold it up, and come
+            // back (with the same ticket, so the same place) when the queue resumes.
+            let hadReservation = lifecycle.withLock { state in
+                defer { state.hasReservation = false }
+                return state.hasReservation
+            }
+            if hadReservation {
+                ExclusivityController.shared.withdraw(ticket: ticket, from: categories)
+            }
             return
         }
-        var effectiveTicket = ticket
-        if effectiveTicket == 0 {
-            effectiveTicket = Ticket.next()
-            lifecycle.withLock { $0.ticket = effectiveTicket }
-        }
-        if ExclusivityController.shared.acquire(categories, for: self, ticket: effectiveTicket) {
+        lifecycle.withLock { $0.hasReservation = true }
+        if ExclusivityController.shared.acquire(categories, for: self, ticket: ticket) {
             categoriesWereGranted()
         }
     }

@@ -1,28 +1,37 @@
 /// Process-wide mutual exclusion for operation categories.
 ///
-/// An operation that needs categories either holds all of them or waits in every one of their
-/// lines at once, in ticket order (the order operations were added to queues). It is granted its
-/// categories when none is held and it is first in each line. Because every line is ordered by the
-/// same tickets, the waiter with the lowest ticket is always first in all of its lines, so
-/// overlapping categories can never deadlock. Waiting happens here, outside Foundation's queue,
-/// so a waiting operation occupies no concurrency slot.
+/// An operation takes its place in the line of each of its categories when its dependencies have
+/// finished and its conditions start being evaluated (a *reservation*), in ticket order: the order
+/// operations were added to queues. Once its conditions pass it becomes *eligible*, and it is
+/// granted its categories when none is held and it is first in each of its lines. An operation
+/// still waiting for its dependencies has no place yet, so a later operation it depends on is
+/// never stuck behind it.
+///
+/// Because every line is ordered by the same tickets, the lowest ticket in line is first in all of
+/// its lines, so overlapping categories never deadlock. Waiting happens here, outside
+/// Foundation's queue, so a waiting operation occupies no concurrency slot.
 final class ExclusivityController: Sendable {
     static let shared = ExclusivityController()
 
     private let state = Locked<ExclusivityState>.make(ExclusivityState())
 
-    /// Takes `categories` for `operation` now (`true`), or queues it and calls
-    /// `categoriesWereGranted()` later (`false`).
+    /// Takes `operation`'s place in line while its conditions are evaluated.
+    func reserve(_ categories: [String], for operation: AsyncOperation, ticket: UInt64) {
+        state.withLock { $0.reserve(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories)) }
+    }
+
+    /// Asks for `categories` for `operation`, whose conditions passed: `true` if granted now;
+    /// otherwise `categoriesWereGranted()` is called later.
     func acquire(_ categories: [String], for operation: AsyncOperation, ticket: UInt64) -> Bool {
         state.withLock { $0.acquire(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories)) }
     }
 
-    /// Gives `categories` back and lets the next waiters in.
+    /// Gives `categories` back and lets the next operations in.
     func release(_ categories: [String]) {
         grant(state.withLock { $0.release(categories) })
     }
 
-    /// Takes a waiting operation out of line (it finished while waiting).
+    /// Takes an operation out of line (it finished, or its queue was suspended, while in line).
     func withdraw(ticket: UInt64, from categories: [String]) {
         grant(state.withLock { $0.withdraw(ticket: ticket, from: categories) })
     }
@@ -42,36 +51,48 @@ final class ExclusivityController: Sendable {
     }
 }
 
-/// The rules of mutual exclusion, without threads: which categories are held, who waits.
+/// The rules of mutual exclusion, without threads: which categories are held, who is in line.
 struct ExclusivityState {
     struct Request {
         let ticket: UInt64
         let operation: AsyncOperation
         let categories: [String]
+        var isEligible = false
     }
 
     private struct Category {
         var isHeld = false
-        var line = TicketLine<Request>()
+        var line = TicketLine<Void>()
     }
 
     private var categories: [String: Category] = [:]
+    /// Everyone in line, by ticket.
+    private var requests: [UInt64: Request] = [:]
 
     var heldCategories: Set<String> {
         Set(categories.filter { $0.value.isHeld }.keys)
     }
 
-    mutating func acquire(_ request: Request) -> Bool {
-        if canGrantImmediately(request) {
-            for name in request.categories {
-                categories[name, default: Category()].isHeld = true
-            }
-            return true
-        }
+    mutating func reserve(_ request: Request) {
+        guard requests[request.ticket] == nil else { return }
+        requests[request.ticket] = request
         for name in request.categories {
-            categories[name, default: Category()].line.insert(request, ticket: request.ticket)
+            categories[name, default: Category()].line.insert((), ticket: request.ticket)
         }
-        return false
+    }
+
+    mutating func acquire(_ request: Request) -> Bool {
+        if requests[request.ticket] == nil {
+            if isClearAhead(of: request) {
+                hold(request.categories)
+                return true
+            }
+            reserve(request)
+        }
+        requests[request.ticket]?.isEligible = true
+        guard let waiting = requests[request.ticket], canGrant(waiting) else { return false }
+        grant(waiting)
+        return true
     }
 
     mutating func release(_ names: [String]) -> [AsyncOperation] {
@@ -82,13 +103,15 @@ struct ExclusivityState {
     }
 
     mutating func withdraw(ticket: UInt64, from names: [String]) -> [AsyncOperation] {
+        guard requests.removeValue(forKey: ticket) != nil else { return [] }
         for name in names {
             categories[name]?.line.remove(ticket: ticket)
         }
         return grantWaiters(in: names)
     }
 
-    private func canGrantImmediately(_ request: Request) -> Bool {
+    /// No category held, and nobody with a lower ticket in any of the lines.
+    private func isClearAhead(of request: Request) -> Bool {
         request.categories.allSatisfy { name in
             guard let category = categories[name] else { return true }
             guard !category.isHeld else { return false }
@@ -97,21 +120,34 @@ struct ExclusivityState {
         }
     }
 
-    private func isFirstInEveryLine(_ request: Request) -> Bool {
-        request.categories.allSatisfy { name in
+    private func canGrant(_ request: Request) -> Bool {
+        request.isEligible && request.categories.allSatisfy { name in
             guard let category = categories[name], !category.isHeld else { return false }
             return category.line.first?.ticket == request.ticket
+        }
+    }
+
+    private mutating func grant(_ request: Request) {
+        requests[request.ticket] = nil
+        for name in request.categories {
+            categories[name]?.line.removeFirst()
+        }
+        hold(request.categories)
+    }
+
+    private mutating func hold(_ names: [String]) {
+        for name in names {
+            categories[name, default: Category()].isHeld = true
         }
     }
 
     private mutating func grantWaiters(in names: [String]) -> [AsyncOperation] {
         var granted: [AsyncOperation] = []
         for name in names {
-            guard let candidate = categories[name]?.line.first?.element, isFirstInEveryLine(candidate) else { continue }
-            for category in candidate.categories {
-                categories[category]?.line.removeFirst()
-                categories[category]?.isHeld = true
-            }
+            guard let ticket = categories[name]?.line.first?.ticket,
+                  let candidate = requests[ticket], canGrant(candidate)
+            else { continue }
+            grant(candidate)
             granted.append(candidate.operation)
         }
         for name in names where categories[name].map({ !$0.isHeld && $0.line.isEmpty }) == true {

@@ -60,6 +60,8 @@ struct OperationLifecycle {
 
     var categories: [String] = []
     var holdsCategories = false
+    /// In line (or about to be) for its categories at the exclusivity controller.
+    var hasReservation = false
 
     var conditionEvaluation = ConditionEvaluation()
     /// Set once the conditions were handed out for evaluation (not while parked by a suspended queue).
@@ -253,6 +255,7 @@ struct OperationLifecycle {
     }
 
     mutating func categoriesGranted() -> GrantAction {
+        hasReservation = false
         switch phase {
         case .waitingForCategories:
             holdsCategories = true
@@ -417,7 +420,7 @@ struct OperationLifecycle {
     /// Freezes the errors and moves to `.finishing`; the finish is delivered now or, while other
     /// notifications are being delivered, by the last of them.
     private mutating func beginFinishing(adding newErrors: [any Error]) -> FinishAction {
-        if phase == .waitingForCategories && !holdsCategories && !categories.isEmpty {
+        if hasReservation && !holdsCategories && !categories.isEmpty {
             withdrawsFromCategories = true
         }
         errors.append(contentsOf: newErrors)
