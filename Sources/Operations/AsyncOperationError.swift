@@ -20,6 +20,9 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// The operation needs a mutually exclusive category that an enclosing group already holds,
     /// so it could never run.
     case categoryHeldByEnclosingGroup(category: String, operation: String)
+    /// A composite could not run its child `child` (again): the child's factory returned an
+    /// operation that had already been queued or run, instead of a new one.
+    case childReused(composite: String, child: String)
 
     public var description: String {
         switch self {
@@ -35,6 +38,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
             return "'\(operation)' was started by hand before all of its dependencies had finished"
         case let .categoryHeldByEnclosingGroup(category, operation):
             return "'\(operation)' needs the mutually exclusive category '\(category)', which its enclosing group already holds"
+        case let .childReused(composite, child):
+            return "'\(composite)' could not run '\(child)': its factory returned an operation that was already queued or run; a child's factory must return a new operation each time"
         }
     }
 

@@ -1,0 +1,198 @@
+import Foundation
+
+/// A group whose children are declared up front, with a completion handler and a cancellation
+/// handler that decides what happens when a child fails: the common ground of
+/// `CascadeOperation` (one child after another) and `TransactionOperation` (all at once).
+///
+/// Children are declared by factories (see `CompositeChildren`), so that a failed child can run
+/// again as a new operation. Children run on the composite's own queue with the full engine
+/// (dependencies, conditions, mutual exclusion, observers), and composites nest in each other
+/// and in any `GroupOperation`, in every direction.
+///
+/// - The **completion handler** is called once, when every child has succeeded (or failed and
+///   was carried on), before the composite finishes. An empty composite calls it when it
+///   executes.
+/// - The **cancellation handler** is called when a child finishes failed (with errors) or
+///   cancelled, once for each such finish, and answers with a `CompositeResolution`: cancel the
+///   composite, run the child again (now or after a delay), or carry on. Without a handler, the
+///   composite cancels. Calls never overlap, not even in a transaction whose children fail
+///   together; after a `.cancel` answer there are no more calls.
+/// - Neither handler is called once the composite itself is cancelled (by `cancel()`, by an
+///   enclosing group, by a timeout): nothing is left to decide. Observe the composite to hear
+///   about that.
+///
+/// Both handlers run on an arbitrary thread (one a child finished on, or the one executing the
+/// composite), never under a lock. The composite's `errors` hold its children's errors, except
+/// those of attempts that were run again or carried on, so a composite that recovered reports no
+/// failure to whoever waits for it. It lets go of its factories and handlers when it finishes.
+///
+/// Operations added with `addChild(_:)` and operations children produce run as in any
+/// `GroupOperation`: the composite waits for them, but its handlers do not hear about them.
+// @unchecked Sendable: `storage` lives in a `Locked` value; the rest is `GroupOperation`'s.
+open class CompositeOperation: GroupOperation, @unchecked Sendable {
+    typealias Machine = CompositeStateMachine<Foundation.Operation>
+
+    /// A child that finished, waiting for its turn to be handled.
+    private struct FinishedChild {
+        let child: Foundation.Operation
+        let errors: [any Error]
+    }
+
+    private struct Storage {
+        var machine: Machine
+        var factories: [@Sendable () -> Foundation.Operation]
+        var completion: (@Sendable () -> Void)?
+        var cancellation: (@Sendable (CompositeFailure) -> CompositeResolution)?
+        /// Children that finished and are yet to be handled, in the order they finished.
+        var inbox: [FinishedChild] = []
+        /// Whether a thread is handling the inbox; others leave their children to it.
+        var isDraining = false
+    }
+
+    private let storage: Locked<Storage>
+
+    init(
+        mode: Machine.Mode,
+        declaration declare: (inout CompositeChildren) -> Void,
+        completion: (@Sendable () -> Void)?,
+        cancellation: (@Sendable (CompositeFailure) -> CompositeResolution)?
+    ) {
+        var children = CompositeChildren()
+        declare(&children)
+        storage = Locked.make(Storage(
+            machine: Machine(mode: mode, childCount: children.count),
+            factories: children.factories,
+            completion: completion,
+            cancellation: cancellation
+        ))
+        super.init()
+    }
+
+    // MARK: - Executing
+
+    /// Starts the declared children: the first one in a cascade, all of them in a transaction.
+    public final override func execute() {
+        perform(storage.withLock { $0.machine.start() })
+        super.execute()
+    }
+
+    override func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
+        // Children finishing together are handled one at a time, by whichever thread arrived
+        // first, so that the handlers never run concurrently. The group keeps counting a child
+        // as pending until it is handled, so it cannot finish meanwhile.
+        let drains = storage.withLock { state -> Bool in
+            state.inbox.append(FinishedChild(child: child, errors: errors))
+            guard !state.isDraining else { return false }
+            state.isDraining = true
+            return true
+        }
+        guard drains else { return }
+        while let next = storage.withLock({ state -> FinishedChild? in
+            guard !state.inbox.isEmpty else {
+                state.isDraining = false
+                return nil
+            }
+            return state.inbox.removeFirst()
+        }) {
+            handle(next)
+        }
+    }
+
+    private func handle(_ finished: FinishedChild) {
+        let child = finished.child
+        let isCancelled = child.isCancelled
+        let failed = isCancelled || !finished.errors.isEmpty
+        var keepsErrors = true
+        switch storage.withLock({ $0.machine.childFinished(ObjectIdentifier(child), failed: failed) }) {
+        case let .record(steps):
+            perform(steps)
+        case let .askHandler(slot, attempt):
+            let handler = storage.withLock { $0.cancellation }
+            let failure = CompositeFailure(child: child, index: slot, attempt: attempt, errors: finished.errors, isCancelled: isCancelled)
+            let answer = handler?(failure) ?? .cancel
+            let resolution = storage.withLock { $0.machine.resolve(slot: slot, with: answer) }
+            keepsErrors = resolution.keepsErrors
+            perform(resolution.steps)
+        }
+        // After any new child was added, so the group never sees zero pending children between.
+        super.recordChildFinished(child, errors: keepsErrors ? finished.errors : [])
+    }
+
+    private func perform(_ steps: [Machine.Step]) {
+        for step in steps {
+            switch step {
+            case let .launch(slot, attempt):
+                launch(slot: slot, attempt: attempt)
+            case let .launchAfter(delay, slot, attempt):
+                launch(slot: slot, attempt: attempt, after: delay)
+            case .complete:
+                storage.withLock { $0.completion }?()
+            case .cancelComposite:
+                cancel()
+            }
+        }
+    }
+
+    private func launch(slot: Int, attempt: Int) {
+        let factory = storage.withLock { state in
+            state.factories.indices.contains(slot) ? state.factories[slot] : nil
+        }
+        guard let factory else { return } // released: the composite has finished
+        let child = factory()
+        guard Self.isUnused(child) else {
+            cancel(with: AsyncOperationError.childReused(composite: displayName, child: child.displayName))
+            return
+        }
+        if storage.withLock({ $0.machine.launched(child, slot: slot, attempt: attempt) }) {
+            addChild(child)
+        }
+    }
+
+    private func launch(slot: Int, attempt: Int, after delay: TimeInterval) {
+        let timer = AsyncBlockOperation { [weak self] finish in
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+                self?.delayElapsed(slot: slot, attempt: attempt)
+                finish(nil)
+            }
+        }
+        timer.name = "\(displayName): rerun of child \(slot) in \(delay) s"
+        if storage.withLock({ $0.machine.timerCreated(timer, slot: slot) }) {
+            addChild(timer)
+        }
+    }
+
+    private func delayElapsed(slot: Int, attempt: Int) {
+        if storage.withLock({ $0.machine.delayElapsed(slot: slot, attempt: attempt) }) {
+            launch(slot: slot, attempt: attempt)
+        }
+    }
+
+    /// Whether `operation` was never queued, started or finished.
+    private static func isUnused(_ operation: Foundation.Operation) -> Bool {
+        if let operation = operation as? AsyncOperation {
+            return operation.lifecycle.withLock { $0.phase == .initialized && !$0.startedByCaller }
+        }
+        return !operation.isExecuting && !operation.isFinished
+    }
+
+    // MARK: - Cancelling and finishing
+
+    override func cancellationDuringExecution() {
+        let live = storage.withLock { $0.machine.cancel() }
+        super.cancellationDuringExecution()
+        // The group's queue cancels what it holds; these may be on their way into it.
+        for child in live {
+            child.cancel()
+        }
+    }
+
+    override func releaseResources() {
+        storage.withLock { state in
+            state.machine.release()
+            state.factories = []
+            state.completion = nil
+            state.cancellation = nil
+        }
+        super.releaseResources()
+    }
+}
