@@ -20,6 +20,16 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// The operation needs a mutually exclusive category that an enclosing group already holds,
     /// so it could never run.
     case categoryHeldByEnclosingGroup(category: String, operation: String)
+    /// `operation` did not execute because `upstream`, an operation before it in a chain, failed;
+    /// `reason` describes `upstream`'s errors. Along a chain, `upstream` and `reason` name the
+    /// first operation that failed, not the link just before.
+    case upstreamFailed(operation: String, upstream: String, reason: String)
+    /// `operation` did not execute because `upstream`, an operation before it in a chain, was
+    /// cancelled. Along a chain, `upstream` names the first operation that was cancelled.
+    case upstreamCancelled(operation: String, upstream: String)
+    /// `operation` takes an input that never arrived: `upstream` (when named) finished without
+    /// producing an output, or the operation was never given an input at all.
+    case missingInput(operation: String, upstream: String?)
     /// A composite could not run its child `child` (again): the child's factory returned an
     /// operation that had already been queued or run, instead of a new one.
     case childReused(composite: String, child: String)
@@ -38,6 +48,14 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
             return "'\(operation)' was started by hand before all of its dependencies had finished"
         case let .categoryHeldByEnclosingGroup(category, operation):
             return "'\(operation)' needs the mutually exclusive category '\(category)', which its enclosing group already holds"
+        case let .upstreamFailed(operation, upstream, reason):
+            return "'\(operation)' was not run: '\(upstream)', before it in the chain, failed: \(reason)"
+        case let .upstreamCancelled(operation, upstream):
+            return "'\(operation)' was not run: '\(upstream)', before it in the chain, was cancelled"
+        case let .missingInput(operation, upstream?):
+            return "'\(operation)' was not run: '\(upstream)' finished without producing its input"
+        case let .missingInput(operation, nil):
+            return "'\(operation)' was not run: it was never given an input"
         case let .childReused(composite, child):
             return "'\(composite)' could not run '\(child)': its factory returned an operation that was already queued or run; a child's factory must return a new operation each time"
         }

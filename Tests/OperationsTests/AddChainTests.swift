@@ -1,0 +1,120 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+private struct Failure: Error, Equatable, CustomStringConvertible {
+    let code: Int
+    var description: String { "failure \(code)" }
+}
+
+private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T {
+    operation.name = name
+    return operation
+}
+
+@Suite struct AddChainTests {
+    @Test func operations_runOneAfterAnother_inArrayOrder() {
+        let order = Recorder<Int>()
+        let probe = ConcurrencyProbe()
+        let operations = (0..<20).map { index in
+            AsyncBlockOperation {
+                probe.enter("chain")
+                order.append(index)
+                usleep(200)
+                probe.leave("chain")
+            }
+        }
+
+        AsyncOperationQueue().addChain(operations, waitUntilFinished: true)
+
+        #expect(order.all == Array(0..<20))
+        #expect(probe.maximum("chain") == 1)
+    }
+
+    @Test func worksOnAPlainOperationQueue_withPlainOperationsMixedIn() {
+        let order = Recorder<String>()
+        let chain: [Foundation.Operation] = [
+            AsyncBlockOperation { usleep(500); order.append("async 1") },
+            BlockOperation { usleep(500); order.append("plain") },
+            AsyncBlockOperation { order.append("async 2") },
+        ]
+
+        OperationQueue().addChain(chain, waitUntilFinished: true)
+
+        #expect(order.all == ["async 1", "plain", "async 2"])
+    }
+
+    @Test func failure_stopsTheRest_withErrorsNamingIt() {
+        let ran = Recorder<String>()
+        let fetch = named("fetch", AsyncBlockOperation { throw Failure(code: 4) })
+        let parse = named("parse", AsyncBlockOperation { ran.append("parse") })
+        let save = named("save", AsyncBlockOperation { ran.append("save") })
+
+        AsyncOperationQueue().addChain([fetch, parse, save], waitUntilFinished: true)
+
+        #expect(ran.all.isEmpty)
+        #expect(parse.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "parse", upstream: "fetch", reason: "failure 4")])
+        #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "save", upstream: "fetch", reason: "failure 4")])
+        #expect("\(save.errors[0])" == "'save' was not run: 'fetch', before it in the chain, failed: failure 4")
+    }
+
+    @Test func cancellation_stopsTheRest_withErrorsNamingIt() {
+        let ran = Counter()
+        let fetch = named("fetch", AsyncBlockOperation { ran.increment() })
+        let parse = named("parse", AsyncBlockOperation { ran.increment() })
+        let save = named("save", AsyncBlockOperation { ran.increment() })
+        fetch.cancel()
+
+        AsyncOperationQueue().addChain([fetch, parse, save], waitUntilFinished: true)
+
+        #expect(ran.current == 0)
+        #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamCancelled(operation: "save", upstream: "fetch")])
+    }
+
+    @Test func cancellingTheMiddle_whileTheFirstRuns_stopsTheRest() {
+        let held = HeldOperations()
+        let ran = Counter()
+        let first = held.make("first")
+        let middle = named("middle", AsyncBlockOperation { ran.increment() })
+        let last = named("last", AsyncBlockOperation { ran.increment() })
+        AsyncOperationQueue().addChain([first, middle, last])
+        #expect(held.waitUntilStarted("first"))
+
+        middle.cancel()
+        held.finish("first")
+
+        #expect(waitUntilFinished([first, middle, last]))
+        #expect(ran.current == 0)
+        #expect(!first.isFailed)
+        #expect(last.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamCancelled(operation: "last", upstream: "middle")])
+    }
+
+    @Test func plainLastLink_runsWhateverHappened_andSeesTheOutcome() {
+        let outcome = Recorder<Bool>()
+        let failing = AsyncBlockOperation { throw Failure(code: 1) }
+        let next = AsyncBlockOperation {}
+        let report = BlockOperation { outcome.append(next.isFailed) }
+
+        AsyncOperationQueue().addChain([failing, next, report], waitUntilFinished: true)
+
+        #expect(outcome.all == [true])
+    }
+
+    @Test func finishedChain_isReleased() {
+        var operations: [AsyncBlockOperation]? = (0..<5).map { _ in AsyncBlockOperation {} }
+        let probes = operations!.map { WeakProbe($0) }
+        AsyncOperationQueue().addChain(operations!, waitUntilFinished: true)
+        operations = nil
+        #expect(probes.allSatisfy { $0.isReleased() })
+    }
+
+    @Test func failedChain_isReleased() {
+        var operations: [AsyncBlockOperation]? = [AsyncBlockOperation { throw Failure(code: 1) }]
+            + (0..<4).map { _ in AsyncBlockOperation {} }
+        let probes = operations!.map { WeakProbe($0) }
+        AsyncOperationQueue().addChain(operations!, waitUntilFinished: true)
+        operations = nil
+        #expect(probes.allSatisfy { $0.isReleased() })
+    }
+}
