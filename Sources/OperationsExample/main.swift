@@ -93,3 +93,5 @@ queue.addOperations([download, parse, stuck] + writes, waitUntilFinished: true)
 
 let failed = [download, parse, stuck] + writes
 print("\nAll done: \(failed.filter { !$0.isFailed }.count) succeeded, \(failed.filter(\.isFailed).count) failed.")
+
+runCompositionTour()
