@@ -167,12 +167,14 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         }
     }
 
-    /// Whether `operation` was never queued, started or finished.
+    /// Whether `operation` was never queued, started or finished. (A plain Foundation operation
+    /// waiting on a plain `OperationQueue` cannot be told apart from an unused one.)
     private static func isUnused(_ operation: Foundation.Operation) -> Bool {
         if let operation = operation as? AsyncOperation {
-            return operation.lifecycle.withLock { $0.phase == .initialized && !$0.startedByCaller }
+            return operation.lifecycle.withLock { $0.phase == .initialized }
         }
         return !operation.isExecuting && !operation.isFinished
+            && PlainOperationRegistry.ticket(of: operation) == nil
     }
 
     // MARK: - Cancelling and finishing
