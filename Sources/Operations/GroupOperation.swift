@@ -52,7 +52,8 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     }
 
     /// Adds a child. Allowed until the group finishes; later children are reported as
-    /// `.configuredTooLate` and run on a shared queue, so no work is lost.
+    /// `.configuredTooLate` and run on a shared queue, so no work is lost. A child added to a
+    /// cancelled group is cancelled.
     public final func addChild(_ operation: Foundation.Operation) {
         addChildren([operation])
     }
@@ -61,7 +62,10 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     public final func addChildren(_ operations: [Foundation.Operation]) {
         guard !operations.isEmpty else { return }
         guard !children.withLock({ $0.isDone }) else {
-            OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run on a shared queue instead")
+            if isCancelled {
+                operations.forEach { $0.cancel() } // children of a cancelled group must not run
+            }
+            OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run (or, the group being cancelled, finish cancelled) on a shared queue")
             FallbackQueue.shared.addOperations(operations, waitUntilFinished: false)
             return
         }
@@ -92,6 +96,9 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
 
     func childWasAdmitted(_ child: Foundation.Operation) {
         children.withLock { $0.pending += 1 }
+        if isCancelled {
+            child.cancel() // joined a group already cancelled: it must not run either
+        }
         guard !(child is AsyncOperation) else { return }
         _ = DependencyWatcher.watch(child) { [weak self] in
             self?.recordChildFinished(child, errors: [])

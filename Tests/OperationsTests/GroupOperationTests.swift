@@ -112,6 +112,45 @@ private struct Failure: Error, Equatable {
         release.signal()
     }
 
+    @Test func childAddedToACancelledRunningGroup_isCancelledToo() {
+        // A child that ignores cancellation keeps the cancelled group running.
+        final class Stubborn: AsyncOperation, @unchecked Sendable {
+            let started = Signal()
+            let release = Signal()
+            override func execute() {
+                started.signal()
+                DispatchQueue.global().async { _ = self.release.wait(); self.finish() }
+            }
+        }
+        let blocker = Stubborn()
+        let started = blocker.started
+        let release = blocker.release
+        let group = GroupOperation(operations: [blocker])
+        AsyncOperationQueue().addOperation(group)
+        #expect(started.wait())
+        group.cancel()
+
+        let ran = Counter()
+        let late = AsyncBlockOperation { ran.increment() }
+        group.addChild(late)
+
+        release.signal()
+        #expect(waitUntilFinished([group, late]))
+        #expect(late.isCancelled)
+        #expect(ran.current == 0)
+    }
+
+    @Test func childAddedToACancelledFinishedGroup_finishesCancelled() {
+        let group = GroupOperation()
+        group.cancel()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        let ran = Counter()
+        let late = AsyncBlockOperation { ran.increment() }
+        group.addChild(late)
+        #expect(waitUntilFinished([late]))
+        #expect(late.isCancelled && ran.current == 0)
+    }
+
     @Test func groupCancelledBeforeStart_neverRunsChildren_andReleasesThem() {
         let ran = Counter()
         let child = AsyncBlockOperation { ran.increment() }
