@@ -68,7 +68,7 @@ extension AsyncOperation {
 
     private func evaluate(_ conditions: [any OperationCondition]) {
         let categories = Self.categories(of: conditions)
-        if !categories.isEmpty, !reserve(categories) {
+        if !categories.isEmpty, !prepareCategories(categories) {
             return
         }
         for (index, condition) in conditions.enumerated() {
@@ -79,6 +79,12 @@ extension AsyncOperation {
         }
         let (unanswered, queue) = lifecycle.withLock { ($0.unansweredConditionCount, $0.queue) }
         guard unanswered > 0 else { return }
+        if !categories.isEmpty {
+            // A condition answers later: hold this operation's place in line meanwhile, so later
+            // operations of its categories do not overtake it. (Conditions that all answer at once
+            // need no reservation: the operation asks for its categories straight away.)
+            ExclusivityController.shared.reserve(for: self)
+        }
         let timeout = queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout
         if timeout.isFinite {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
@@ -132,25 +138,32 @@ extension AsyncOperation {
 
     // MARK: - Mutual exclusion
 
-    /// Takes this operation's place in its categories' lines while its conditions are evaluated;
-    /// `false` if it cannot ever hold them (an enclosing group holds one) and has finished.
-    private func reserve(_ categories: [String]) -> Bool {
+    /// Records the categories this operation will need; `false` if it can never hold them (an
+    /// enclosing group holds one), in which case it has finished.
+    private func prepareCategories(_ categories: [String]) -> Bool {
         let queue = lifecycle.withLock { $0.queue }
         if let category = queue?.group?.heldCategory(among: categories) {
             OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return false
         }
-        let ticket = lifecycle.withLock { state -> UInt64? in
-            guard state.phase == .evaluatingConditions else { return nil }
+        return lifecycle.withLock { state in
+            guard state.phase == .evaluatingConditions else { return false }
             if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
             state.categories = categories
-            state.hasReservation = true
-            return state.ticket
+            return true
         }
-        guard let ticket else { return false }
-        ExclusivityController.shared.reserve(categories, for: self, ticket: ticket)
-        return true
+    }
+
+    /// Whether this operation is still evaluating its conditions; if so, marks it as in line.
+    /// Called by the exclusivity controller under its lock, so a reservation never lands after
+    /// the operation already asked for (or gave up) its categories.
+    func enterLineIfStillEvaluating() -> (ticket: UInt64, categories: [String])? {
+        lifecycle.withLock { state in
+            guard state.phase == .evaluatingConditions, !state.categories.isEmpty else { return nil }
+            state.hasReservation = true
+            return (state.ticket, state.categories)
+        }
     }
 
     private func acquire(_ categories: [String]) {

@@ -15,9 +15,14 @@ final class ExclusivityController: Sendable {
 
     private let state = Locked<ExclusivityState>.make(ExclusivityState())
 
-    /// Takes `operation`'s place in line while its conditions are evaluated.
-    func reserve(_ categories: [String], for operation: AsyncOperation, ticket: UInt64) {
-        state.withLock { $0.reserve(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories)) }
+    /// Takes `operation`'s place in line while its conditions are evaluated, unless it has
+    /// already moved on (its conditions answered, or it finished) in the meantime.
+    func reserve(for operation: AsyncOperation) {
+        state.withLock { state in
+            // The operation's lock is taken inside this one; nothing takes them the other way round.
+            guard let (ticket, categories) = operation.enterLineIfStillEvaluating() else { return }
+            state.reserve(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories))
+        }
     }
 
     /// Asks for `categories` for `operation`, whose conditions passed: `true` if granted now;
