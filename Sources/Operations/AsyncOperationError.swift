@@ -33,6 +33,19 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// A composite could not run its child `child` (again): the child's factory returned an
     /// operation that had already been queued or run, instead of a new one.
     case childReused(composite: String, child: String)
+    /// The operation finished with several errors, listed in `errors` in the order it collected
+    /// them. Thrown by `runAndWait()`, `finished()` and `value` instead of choosing one of them.
+    case multipleErrors(operation: String, errors: [any Error])
+    /// `runAndWait(timeout:)` gave up after `after` seconds. The operation was cancelled with this
+    /// error, and may still be finishing when it is thrown.
+    case waitTimedOut(operation: String, after: TimeInterval)
+    /// `runAndWait()` was called where the operation could never run until the call returned: for
+    /// instance on the main thread for an operation on the main queue. `reason` says why; nothing
+    /// was started.
+    case waitWouldDeadlock(operation: String, reason: String)
+    /// A `ResultOperation` finished without errors, without being cancelled and without producing
+    /// its output, so there is no value to return.
+    case finishedWithoutOutput(operation: String)
 
     public var description: String {
         switch self {
@@ -58,10 +71,85 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
             return "'\(operation)' was not run: it was never given an input"
         case let .childReused(composite, child):
             return "'\(composite)' could not run '\(child)': its factory returned an operation that was already queued or run; a child's factory must return a new operation each time"
+        case let .multipleErrors(operation, errors):
+            return "'\(operation)' failed with \(errors.count) errors: " + errors.map { String(describing: $0) }.joined(separator: "; ")
+        case let .waitTimedOut(operation, seconds):
+            return "gave up waiting for '\(operation)' after \(Self.format(seconds)) s and cancelled it"
+        case let .waitWouldDeadlock(operation, reason):
+            return "waiting for '\(operation)' here would never end: \(reason)"
+        case let .finishedWithoutOutput(operation):
+            return "'\(operation)' finished without producing its output"
         }
+    }
+
+    /// Whether two errors are the same case with the same context. Errors inside
+    /// `multipleErrors` are compared with `==` when their type is `Equatable`, otherwise by type
+    /// and description.
+    public static func == (lhs: AsyncOperationError, rhs: AsyncOperationError) -> Bool {
+        // Switching on `lhs` alone keeps this exhaustive: a new case fails to compile until listed.
+        switch lhs {
+        case let .dependencyCycle(a1, a2):
+            guard case let .dependencyCycle(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .conditionTimedOut(a1, a2):
+            guard case let .conditionTimedOut(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .conditionNeverAnswered(a):
+            guard case let .conditionNeverAnswered(b) = rhs else { return false }
+            return a == b
+        case let .timedOut(a):
+            guard case let .timedOut(b) = rhs else { return false }
+            return a == b
+        case let .startedBeforeDependenciesFinished(a):
+            guard case let .startedBeforeDependenciesFinished(b) = rhs else { return false }
+            return a == b
+        case let .categoryHeldByEnclosingGroup(a1, a2):
+            guard case let .categoryHeldByEnclosingGroup(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .upstreamFailed(a1, a2, a3):
+            guard case let .upstreamFailed(b1, b2, b3) = rhs else { return false }
+            return a1 == b1 && a2 == b2 && a3 == b3
+        case let .upstreamCancelled(a1, a2):
+            guard case let .upstreamCancelled(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .missingInput(a1, a2):
+            guard case let .missingInput(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .childReused(a1, a2):
+            guard case let .childReused(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .multipleErrors(a1, a2):
+            guard case let .multipleErrors(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2.count == b2.count && zip(a2, b2).allSatisfy(Self.isSameError)
+        case let .waitTimedOut(a1, a2):
+            guard case let .waitTimedOut(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .waitWouldDeadlock(a1, a2):
+            guard case let .waitWouldDeadlock(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
+        case let .finishedWithoutOutput(a):
+            guard case let .finishedWithoutOutput(b) = rhs else { return false }
+            return a == b
+        }
+    }
+
+    private static func isSameError(_ lhs: any Error, _ rhs: any Error) -> Bool {
+        let boxed: Any = lhs
+        if let lhs = boxed as? any Equatable {
+            return lhs.isEqual(toAny: rhs)
+        }
+        return ObjectIdentifier(type(of: lhs)) == ObjectIdentifier(type(of: rhs))
+            && String(reflecting: lhs) == String(reflecting: rhs)
     }
 
     private static func format(_ seconds: TimeInterval) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+private extension Equatable {
+    /// Whether `other` is a value of this type equal to `self`.
+    func isEqual(toAny other: Any) -> Bool {
+        (other as? Self) == self
     }
 }
