@@ -1,0 +1,37 @@
+import Foundation
+
+extension AsyncOperation {
+    /// What waiting for the finished operation throws, if anything: its only error as it is,
+    /// several as `AsyncOperationError.multipleErrors`, and `CancellationError` for an operation
+    /// that was cancelled without an error. `nil` for a success.
+    var failure: (any Error)? {
+        let (errors, isCancelled) = lifecycle.withLock { ($0.errors, $0.isCancelled) }
+        switch errors.count {
+        case 0:
+            return isCancelled ? CancellationError() : nil
+        case 1:
+            return errors[0]
+        default:
+            return AsyncOperationError.multipleErrors(operation: displayName, errors: errors)
+        }
+    }
+}
+
+extension ResultOperation {
+    /// What waiting for the finished operation gives: its errors (as `failure` throws them), else
+    /// its output, else `CancellationError` if it was cancelled, else
+    /// `AsyncOperationError.finishedWithoutOutput`.
+    var outcome: Result<Output, any Error> {
+        let (errors, isCancelled) = lifecycle.withLock { ($0.errors, $0.isCancelled) }
+        if !errors.isEmpty, let failure {
+            return .failure(failure)
+        }
+        if let output {
+            return .success(output)
+        }
+        if isCancelled {
+            return .failure(CancellationError())
+        }
+        return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))
+    }
+}

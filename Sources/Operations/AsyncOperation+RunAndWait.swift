@@ -1,0 +1,102 @@
+import Foundation
+
+extension AsyncOperation {
+    /// Runs the operation and blocks the calling thread until it has finished, throwing its
+    /// errors: for tests and scripts that need asynchronous work straightened out.
+    ///
+    /// The operation runs on `queue`, or on a private `AsyncOperationQueue` when `queue` is `nil`,
+    /// with its dependencies, conditions, categories and observers honoured as usual. One that is
+    /// already on a queue (or was started by hand) is not added again: the call waits for it where
+    /// it is. The call returns once `isFinished` is true.
+    ///
+    /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
+    ///   collected several; `CancellationError` if it was cancelled without an error.
+    ///   `AsyncOperationError.waitTimedOut` if it has not finished `timeout` seconds after the call:
+    ///   it is then cancelled with that error and may still be finishing. And, before anything
+    ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
+    ///   the main thread for an operation on the main queue, or inside an operation of `queue`
+    ///   when every concurrency slot of `queue` is held by an operation waiting like this.
+    ///
+    /// ```swift
+    /// let sync = AsyncBlockOperation { finish in
+    ///     DispatchQueue.global().async { finish(nil) }   // finished from anywhere, later
+    /// }
+    /// try sync.runAndWait(timeout: 5)
+    /// ```
+    // Disfavoured so that on a `ResultOperation` the overload returning its output is chosen.
+    @_disfavoredOverload
+    @available(*, noasync, message: "runAndWait() blocks its thread; await finished() instead")
+    public final func runAndWait(on queue: OperationQueue? = nil, timeout: TimeInterval = .infinity) throws {
+        try blockUntilFinished(on: queue, timeout: timeout)
+        if let failure { throw failure }
+    }
+
+    /// Adds the operation to `queue` (or a private queue) unless it is on one already, and blocks
+    /// until it has finished or `timeout` has passed.
+    final func blockUntilFinished(on queue: OperationQueue?, timeout: TimeInterval) throws {
+        let (phase, currentQueue) = lifecycle.withLock { state -> (OperationLifecycle.Phase, OperationQueue?) in
+            (state.phase, state.queue ?? state.foreignQueue)
+        }
+        if phase == .finished { return }
+        let isNew = phase == .initialized
+        let target = isNew ? (queue ?? privateQueue()) : currentQueue
+        let registration = try target.map {
+            try BlockingWait.begin(waitingFor: self, on: $0, needsSlot: phase < .executing)
+        }
+        defer { registration.map(BlockingWait.end) }
+
+        let finished = DispatchSemaphore(value: 0)
+        let listener = FinishListener()
+        listener.listen(to: self) { finished.signal() }
+        if isNew, let target {
+            target.addOperation(self)
+        }
+        if finished.wait(timeout: Self.deadline(after: timeout)) == .success {
+            return
+        }
+        let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
+        cancel(with: timedOut)
+        let wasStopped = lifecycle.withLock { state in
+            state.errors.contains { ($0 as? AsyncOperationError) == timedOut }
+        }
+        if wasStopped {
+            listener.stop()
+            throw timedOut
+        }
+        // It finished on its own just before the cancellation; its finish is being delivered.
+        finished.wait()
+    }
+
+    private func privateQueue() -> AsyncOperationQueue {
+        let queue = AsyncOperationQueue()
+        queue.name = "runAndWait(\(displayName))"
+        return queue
+    }
+
+    private static func deadline(after timeout: TimeInterval) -> DispatchTime {
+        // Beyond ~30 years (or infinite, or not a number) is forever; it also keeps the
+        // conversion to nanoseconds from overflowing.
+        guard timeout < 1e9 else { return .distantFuture }
+        return .now() + max(timeout, 0)
+    }
+}
+
+extension ResultOperation {
+    /// Runs the operation, blocks the calling thread until it has finished, and returns its
+    /// output; the same as `AsyncOperation.runAndWait(on:timeout:)` otherwise.
+    ///
+    /// - Throws: what `AsyncOperation.runAndWait(on:timeout:)` throws; an operation that finished
+    ///   without errors, without being cancelled and without an output throws
+    ///   `AsyncOperationError.finishedWithoutOutput`. A cancelled operation that produced its
+    ///   output anyway returns it.
+    ///
+    /// ```swift
+    /// let answer = try ResultBlockOperation { 6 * 7 }.runAndWait()   // 42
+    /// ```
+    @available(*, noasync, message: "runAndWait() blocks its thread; await value instead")
+    @discardableResult
+    public final func runAndWait(on queue: OperationQueue? = nil, timeout: TimeInterval = .infinity) throws -> Output {
+        try blockUntilFinished(on: queue, timeout: timeout)
+        return try outcome.get()
+    }
+}
