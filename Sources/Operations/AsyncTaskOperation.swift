@@ -1,0 +1,62 @@
+import Foundation
+
+/// An operation whose work is an `async throws` closure, run in its own `Task`.
+///
+/// It finishes when the closure returns; an error it throws becomes the operation's error.
+/// Cancelling the operation while the closure runs cancels its task: the closure sees
+/// `Task.isCancelled`, and `Task.sleep`, `URLSession` and most async APIs throw
+/// `CancellationError`. Cancellation is cooperative, as for any task: the operation finishes once
+/// the closure has returned (or thrown), so its mutually exclusive categories are never freed
+/// while the closure still runs. A `CancellationError` thrown after the operation was cancelled
+/// is not recorded as an error.
+///
+/// ```swift
+/// let refresh = AsyncTaskOperation {
+///     let (data, _) = try await URLSession.shared.data(from: feedURL)
+///     try await store.replaceFeed(with: data)
+/// }
+/// refresh.addCondition(MutuallyExclusive<Store>())
+/// queue.addOperation(refresh)
+/// ```
+///
+/// Cancelled before it executes, the closure never runs. The closure and its task are released
+/// when the operation finishes. For a closure that returns a value, use `ResultTaskOperation`.
+// @unchecked Sendable: `runner` is Sendable (its state is under its own lock); the rest is
+// `AsyncOperation`'s.
+open class AsyncTaskOperation: AsyncOperation, @unchecked Sendable {
+    private let runner: TaskRunner<Void>
+
+    /// Creates an operation that runs `body` in a task of the given priority (by default, the
+    /// priority `Task` picks) and finishes when it returns.
+    public init(priority: TaskPriority? = nil, _ body: @escaping @Sendable () async throws -> Void) {
+        runner = TaskRunner(priority: priority, body: body)
+        super.init()
+    }
+
+    /// Starts the closure's task. Subclasses rarely override this.
+    open override func execute() {
+        guard !isCancelled else {
+            finish()
+            return
+        }
+        let started = runner.start { [self] result in
+            switch result {
+            case .success:
+                finish()
+            case let .failure(error):
+                finish(afterTaskThrew: error)
+            }
+        }
+        if !started {
+            finish()
+        }
+    }
+
+    override func cancellationDuringExecution() {
+        runner.cancel()
+    }
+
+    override func releaseResources() {
+        runner.release()
+    }
+}
