@@ -1,0 +1,181 @@
+import Foundation
+
+/// An operation that runs an attempt and, while attempts fail, runs a fresh one, up to
+/// `maxAttempts` in all, waiting between attempts as its `BackoffPolicy` says.
+///
+/// Operations cannot be restarted, so it makes each attempt with `makeAttempt`, which receives
+/// the attempt's number (1 for the first) and must return a new operation each time. Attempts run
+/// one after another as children of the retry operation (it is a `GroupOperation`), with their
+/// conditions, categories and observers honoured.
+///
+/// ```swift
+/// let fetch = RetryOperation(maxAttempts: 4, backoff: .exponential(initial: 0.5).withJitter()) { _ in
+///     FetchFeed(url: feedURL)
+/// }
+/// queue.addOperation(fetch)
+/// try await fetch.finished()
+/// let feed = fetch.lastAttempt?.output
+/// ```
+///
+/// An attempt fails when it finishes with errors. It is retried if attempts remain, the retry
+/// operation has not been cancelled, and `shouldRetry` (if given) returns true for each of its
+/// errors. The retry operation succeeds as soon as an attempt succeeds; otherwise its `errors`
+/// are **the last attempt's errors**, so it fails the way its last attempt did (`shouldRetry`
+/// sees every error of every failed attempt, if earlier ones matter to you).
+///
+/// If `makeAttempt` returns an operation that was already queued or run, the retry operation is
+/// cancelled with `AsyncOperationError.childReused`, beside the errors of the attempt before.
+///
+/// Cancelling the retry operation cancels the running attempt, or the wait before the next one,
+/// and it then finishes without further attempts; cancelled during a wait, its errors are those
+/// of the attempt that was waiting to be retried. `makeAttempt` and `shouldRetry` are released
+/// once it has finished; `lastAttempt` is kept so that its result can be read.
+// @unchecked Sendable: `state` lives in a `Locked` value; the rest is `GroupOperation`'s.
+public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unchecked Sendable {
+    private struct State {
+        var makeAttempt: (@Sendable (_ attempt: Int) -> Attempt)?
+        var shouldRetry: (@Sendable (any Error) -> Bool)?
+        var attemptCount = 0
+        var lastAttempt: Attempt?
+        /// The wait before the next attempt, while it runs.
+        var backoffWait: DelayOperation?
+        /// The errors of the failed attempt the wait is for, reported if no attempt follows.
+        var errorsAwaitingRetry: [any Error] = []
+    }
+
+    /// The most attempts made, the first one included.
+    public let maxAttempts: Int
+    /// How long to wait before each retry.
+    public let backoff: BackoffPolicy
+    private let state: Locked<State>
+
+    /// Creates an operation that makes up to `maxAttempts` attempts (at least one) with
+    /// `makeAttempt`, waiting between them as `backoff` says.
+    ///
+    /// - Parameters:
+    ///   - shouldRetry: decides, for each error of a failed attempt, whether that error is worth
+    ///     another attempt; all must be. By default every failure is retried.
+    ///   - makeAttempt: returns a new operation for attempt number `attempt` (1 for the first).
+    ///     Called when the attempt is due, on an arbitrary thread.
+    public init(
+        maxAttempts: Int,
+        backoff: BackoffPolicy = .none,
+        shouldRetry: (@Sendable (any Error) -> Bool)? = nil,
+        makeAttempt: @escaping @Sendable (_ attempt: Int) -> Attempt
+    ) {
+        self.maxAttempts = max(maxAttempts, 1)
+        self.backoff = backoff
+        state = Locked.make(State(makeAttempt: makeAttempt, shouldRetry: shouldRetry))
+        super.init()
+    }
+
+    /// How many attempts have been made so far (started or about to start).
+    public var attemptCount: Int {
+        state.withLock { $0.attemptCount }
+    }
+
+    /// The latest attempt: the running one while the retry operation runs, the last one once it
+    /// has finished (read its results there). `nil` before the first attempt.
+    public var lastAttempt: Attempt? {
+        state.withLock { $0.lastAttempt }
+    }
+
+    /// Makes and starts the first attempt.
+    public override func execute() {
+        if !isCancelled, let first = makeNextAttempt() {
+            addChild(first)
+        }
+        super.execute()
+    }
+
+    // MARK: - Book-keeping
+
+    private enum ChildRole {
+        case attempt
+        case backoffWait
+        /// An operation an attempt produced.
+        case other
+    }
+
+    override func recordChildFinished(_ child: Operation, errors: [any Error]) {
+        let role = state.withLock { state -> ChildRole in
+            if child === state.lastAttempt { return .attempt }
+            if child === state.backoffWait { return .backoffWait }
+            return .other
+        }
+        switch role {
+        case .attempt:
+            let willRetry = retry(afterAttemptFailedWith: errors)
+            super.recordChildFinished(child, errors: willRetry ? [] : errors)
+        case .backoffWait:
+            let pending = state.withLock { state -> [any Error] in
+                state.backoffWait = nil
+                defer { state.errorsAwaitingRetry = [] }
+                return state.errorsAwaitingRetry
+            }
+            if !startAttempt() {
+                super.recordChildFinished(child, errors: pending + errors)
+                return
+            }
+            super.recordChildFinished(child, errors: errors)
+        case .other:
+            super.recordChildFinished(child, errors: errors)
+        }
+    }
+
+    /// Arranges the next attempt if the one that finished with `errors` is to be retried.
+    private func retry(afterAttemptFailedWith errors: [any Error]) -> Bool {
+        guard !errors.isEmpty, !isCancelled else { return false }
+        let (attemptCount, shouldRetry) = state.withLock { ($0.attemptCount, $0.shouldRetry) }
+        guard attemptCount < maxAttempts else { return false }
+        if let shouldRetry, !errors.allSatisfy(shouldRetry) {
+            return false
+        }
+        let delay = backoff.delay(beforeAttempt: attemptCount + 1)
+        guard delay > 0 else {
+            return startAttempt()
+        }
+        let wait = DelayOperation(delay)
+        wait.name = "RetryOperation backoff before attempt \(attemptCount + 1)"
+        state.withLock { state in
+            state.backoffWait = wait
+            state.errorsAwaitingRetry = errors
+        }
+        addChildren([wait]) // cancelled at once if the retry operation was cancelled meanwhile
+        return true
+    }
+
+    /// Makes the next attempt and adds it; `false` if there is none (cancelled, or finished).
+    private func startAttempt() -> Bool {
+        guard !isCancelled, let attempt = makeNextAttempt() else { return false }
+        addChildren([attempt]) // cancelled at once if the retry operation was cancelled meanwhile
+        return true
+    }
+
+    private func makeNextAttempt() -> Attempt? {
+        let (makeAttempt, number) = state.withLock { state -> ((@Sendable (Int) -> Attempt)?, Int) in
+            guard let makeAttempt = state.makeAttempt else { return (nil, 0) }
+            state.attemptCount += 1
+            return (makeAttempt, state.attemptCount)
+        }
+        guard let makeAttempt else { return nil }
+        let attempt = makeAttempt(number)
+        guard attempt.lifecycle.withLock({ $0.phase == .initialized }) else {
+            // Operations cannot be restarted: stop, as composites do with a reused child.
+            state.withLock { $0.attemptCount -= 1 }
+            cancel(with: AsyncOperationError.childReused(composite: displayName, child: attempt.displayName))
+            return nil
+        }
+        state.withLock { $0.lastAttempt = attempt }
+        return attempt
+    }
+
+    override func releaseResources() {
+        super.releaseResources()
+        state.withLock { state in
+            state.makeAttempt = nil
+            state.shouldRetry = nil
+            state.backoffWait = nil
+        }
+    }
+}
