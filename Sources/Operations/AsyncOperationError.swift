@@ -143,7 +143,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     }
 
     private static func format(_ seconds: TimeInterval) -> String {
-        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return String(seconds) } // Int() would trap
+        return seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 }
 

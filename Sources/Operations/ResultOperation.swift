@@ -33,26 +33,35 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
         storedOutput.withLock { $0.value }
     }
 
-    /// The operation's outcome once it finished: its output, or its first error (a cancelled
-    /// operation without errors gives `CancellationError`). `nil` while it has not finished.
+    /// The operation's outcome once it finished: its first error if it has any; otherwise
+    /// `CancellationError` if it was cancelled (even if it produced a value before it noticed);
+    /// otherwise its output, or `AsyncOperationError.finishedWithoutOutput` if it finished
+    /// without producing one. `nil` while it has not finished.
     public final var result: Result<Output, any Error>? {
         guard isFinished else { return nil }
         if let error = errors.first { return .failure(error) }
+        if isCancelled { return .failure(CancellationError()) }
         if let output { return .success(output) }
-        return .failure(CancellationError())
+        return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))
     }
 
     /// Finishes the operation with `output` as its value. Ignored (like any late finish) once the
     /// operation has finished.
     public final func finish(producing output: Output) {
-        if lifecycle.withLock({ $0.phase < .finishing }) {
-            storedOutput.withLock { slot in
-                guard !slot.isClaimed else { return } // the first finish wins, value included
-                slot.isClaimed = true
-                slot.value = output
+        // The value is stored in the same locked step that accepts the finish, so a concurrent
+        // finish(with: error) either wins outright or loses outright.
+        let action = lifecycle.withLock { state -> OperationLifecycle.FinishAction in
+            let accepted = state.phase < .finishing && !state.finishRequestedBeforeStart
+            let action = state.finish(errors: [])
+            if accepted {
+                storedOutput.withLock { slot in
+                    slot.isClaimed = true
+                    slot.value = output
+                }
             }
+            return action
         }
-        finish()
+        perform(action)
     }
 
     /// Finishes the operation with the value or the error in `result`.
