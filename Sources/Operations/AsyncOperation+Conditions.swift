@@ -57,20 +57,33 @@ extension AsyncOperation {
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .conditionsPassed(categories):
             acquire(categories)
-        case let .evaluateConditions(conditions):
-            if let queue = lifecycle.withLock({ $0.queue }), queue.parkIfSuspended(self).parked {
-                return // a suspended queue evaluates nothing; resumeAfterSuspension() picks up
+        case let .evaluateConditions(conditions, queue):
+            var group: GroupOperation?
+            if let queue {
+                let (parked, enclosingGroup) = queue.parkIfSuspended(self)
+                if parked { return } // a suspended queue evaluates nothing; resumeAfterSuspension() picks up
+                group = enclosingGroup
             }
-            guard lifecycle.withLock({ $0.dispatchConditions() }) else { return }
-            evaluate(conditions)
+            evaluate(conditions, in: group)
         }
     }
 
-    private func evaluate(_ conditions: [any OperationCondition]) {
+    private func evaluate(_ conditions: [any OperationCondition], in group: GroupOperation?) {
         let categories = Self.categories(of: conditions)
-        if !categories.isEmpty, !prepareCategories(categories) {
+        if let category = group?.heldCategory(among: categories) {
+            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
+            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return
         }
+        let dispatched = lifecycle.withLock { state -> Bool in
+            guard state.dispatchConditions() else { return false }
+            if !categories.isEmpty {
+                if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
+                state.categories = categories
+            }
+            return true
+        }
+        guard dispatched else { return }
         for (index, condition) in conditions.enumerated() {
             let answer = ConditionAnswer(operation: self, index: index, condition: condition)
             condition.evaluate(for: self) { result in
@@ -138,23 +151,6 @@ extension AsyncOperation {
 
     // MARK: - Mutual exclusion
 
-    /// Records the categories this operation will need; `false` if it can never hold them (an
-    /// enclosing group holds one), in which case it has finished.
-    private func prepareCategories(_ categories: [String]) -> Bool {
-        let queue = lifecycle.withLock { $0.queue }
-        if let category = queue?.group?.heldCategory(among: categories) {
-            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
-            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
-            return false
-        }
-        return lifecycle.withLock { state in
-            guard state.phase == .evaluatingConditions else { return false }
-            if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
-            state.categories = categories
-            return true
-        }
-    }
-
     /// Whether this operation is still evaluating its conditions; if so, marks it as in line.
     /// Called by the exclusivity controller under its lock, so a reservation never lands after
     /// the operation already asked for (or gave up) its categories.
@@ -171,20 +167,20 @@ extension AsyncOperation {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
         }
-        let (queue, ticket) = lifecycle.withLock { ($0.queue, $0.ticket) }
+        // Optimistically marked as in line; undone below if the queue turns out to be suspended.
+        let (queue, ticket, hadReservation) = lifecycle.withLock { state in
+            defer { state.hasReservation = true }
+            return (state.queue, state.ticket, state.hasReservation)
+        }
         if let queue, queue.parkIfSuspended(self).parked {
             // A suspended queue starts nothing: leave the line rather than hold it up, and come
             // back (with the same ticket, so the same place) when the queue resumes.
-            let hadReservation = lifecycle.withLock { state in
-                defer { state.hasReservation = false }
-                return state.hasReservation
-            }
+            lifecycle.withLock { $0.hasReservation = false }
             if hadReservation {
                 ExclusivityController.shared.withdraw(ticket: ticket, from: categories)
             }
             return
         }
-        lifecycle.withLock { $0.hasReservation = true }
         if ExclusivityController.shared.acquire(categories, for: self, ticket: ticket) {
             categoriesWereGranted()
         }
@@ -196,7 +192,7 @@ extension AsyncOperation {
         case .none:
             break
         case let .evaluateConditions(conditions):
-            evaluate(conditions)
+            evaluate(conditions, in: lifecycle.withLock { $0.queue }?.group)
         case let .acquireCategories(categories):
             acquire(categories)
         }

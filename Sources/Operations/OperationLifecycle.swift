@@ -138,7 +138,7 @@ struct OperationLifecycle {
 
     enum AdvanceAction {
         case none
-        case evaluateConditions([any OperationCondition])
+        case evaluateConditions([any OperationCondition], queue: AsyncOperationQueue?)
         case conditionsPassed(categories: [String])
         case finish([any Error])
         /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
@@ -171,7 +171,7 @@ struct OperationLifecycle {
             pendingCount: conditions.count,
             failures: []
         )
-        return .evaluateConditions(conditions)
+        return .evaluateConditions(conditions, queue: queue)
     }
 
     enum DependencyAction {
@@ -297,8 +297,7 @@ struct OperationLifecycle {
     mutating func resumeAfterSuspension() -> ResumeAction {
         switch phase {
         case .evaluatingConditions where !conditionsDispatched:
-            conditionsDispatched = true
-            return .evaluateConditions(conditions)
+            return .evaluateConditions(conditions) // evaluate() marks them dispatched, once
         case .waitingForCategories where !holdsCategories:
             return .acquireCategories(categories)
         default:
