@@ -12,7 +12,7 @@ struct Measurement {
     let runs: [Run]
 
     var median: Double {
-        let sorted = runs.map(\.seconds).sorted()
+        let sorted = runs.filter { $0.seconds > 0 }.map(\.seconds).sorted()
         return sorted[sorted.count / 2]
     }
 
@@ -20,8 +20,13 @@ struct Measurement {
 }
 
 enum Harness {
+    /// Runs `body` once to warm up (thread pool, allocator; its time is discarded, its
+    /// correctness is not) when more than one repetition is asked for, then `repetitions` times.
     static func measure(_ label: String, repetitions: Int, _ body: () -> Run) -> Measurement {
         var runs: [Run] = []
+        if repetitions > 1, let problem = body().problem {
+            runs.append(Run(seconds: 0, problem: "warm-up: \(problem)"))
+        }
         for _ in 0..<repetitions {
             runs.append(body())
         }

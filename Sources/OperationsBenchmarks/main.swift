@@ -30,7 +30,7 @@ var rows: [(String, String, String)] = []
     }
 }
 
-print("Operations benchmarks: medians of \(repetitions), seconds (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
+print("Operations benchmarks: medians of \(repetitions) after a warm-up run, seconds (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
 
 print("W1: \(100_000 / scale) trivial block operations")
 let w1Dispatch = Harness.measure("Dispatch concurrent queue (reference)", repetitions: repetitions) { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }
@@ -41,9 +41,12 @@ rows.append(("W1 vs Foundation BlockOperation", ratio(w1Ours, w1Foundation), "<=
 
 print("\nW2: \(20_000 / scale) operations, mutual exclusion over 8 categories")
 let w2Reference = Harness.measure("8 serial OperationQueues (reference)", repetitions: repetitions) { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }
+let w2Floor = Harness.measure("one Foundation OperationQueue, no exclusion (floor)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(20_000 / scale) } }
 let w2Ours = Harness.measure("ExclusiveCategory on one AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }
-record([w2Reference, w2Ours])
+record([w2Reference, w2Floor, w2Ours])
 rows.append(("W2 vs 8 serial queues", ratio(w2Ours, w2Reference), "<= 2.00 x"))
+rows.append(("W2 floor: Foundation's own queue vs 8 serial", ratio(w2Floor, w2Reference), "(the cost of one Foundation queue)"))
+rows.append(("W2 vs that floor", ratio(w2Ours, w2Floor), "(our exclusion on top of it)"))
 
 print("\nW3: a group of \(10_000 / scale) children")
 let w3Reference = Harness.measure("Foundation addOperations(waitUntilFinished:) (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBatch(10_000 / scale) } }
@@ -93,7 +96,8 @@ if let foundationMemory = probeMemory("foundation"), let ourMemory = probeMemory
 
 print("\nRatios (ours / reference, medians from this run)")
 for (label, value, target) in rows {
-    print("  \(label.padding(toLength: 48, withPad: " ", startingAt: 0)) \(value.padding(toLength: 9, withPad: " ", startingAt: 0)) target \(target)")
+    let note = target.hasPrefix("(") ? target : "target \(target)"
+    print("  \(label.padding(toLength: 48, withPad: " ", startingAt: 0)) \(value.padding(toLength: 9, withPad: " ", startingAt: 0)) \(note)")
 }
 
 if failures.isEmpty {
