@@ -29,6 +29,7 @@ let package = Package(
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "TestSupport"]),
         .testTarget(name: "ConditionsTests", dependencies: ["Operations", "Conditions", "TestSupport"]),
         .testTarget(name: "ObserversTests", dependencies: ["Operations", "Observers", "TestSupport"]),
+        .testTarget(name: "APIContractTests", dependencies: ["Operations", "Conditions", "Observers"]),
     ],
     swiftLanguageModes: [.v6]
 )
