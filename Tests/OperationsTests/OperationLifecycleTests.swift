@@ -1,0 +1,199 @@
+import Foundation
+@testable import Operations
+import Testing
+
+// The lifecycle rules, without threads: each event on the pure state machine and the action it
+// asks for.
+
+private struct Failure: Error {}
+
+private struct Condition: OperationCondition {
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}
+
+@Suite struct OperationLifecycleTests {
+    private let queue = AsyncOperationQueue()
+
+    @Test func enqueue_withNothingToWaitFor_handsOffAtOnce() {
+        var state = OperationLifecycle()
+        guard case .handOffNow = state.enqueue(on: queue, ticket: 1) else {
+            Issue.record("expected a direct hand-off")
+            return
+        }
+        #expect(state.phase == .ready && state.wasHandedOff && state.isReadyForFoundation)
+    }
+
+    @Test func enqueue_twice_isRejected() {
+        var state = OperationLifecycle()
+        _ = state.enqueue(on: queue, ticket: 1)
+        guard case .reject(.addedTwice, _) = state.enqueue(on: queue, ticket: 2) else {
+            Issue.record("expected a rejection")
+            return
+        }
+    }
+
+    @Test func pendingOperation_waitsForItsLastDependency_thenEvaluatesConditions() {
+        var state = OperationLifecycle()
+        let first = ObjectIdentifier(NSObject())
+        let second = ObjectIdentifier(NSObject())
+        state.unfinishedDependencies = [first, second]
+        state.conditions = [Condition()]
+        guard case .runPipeline = state.enqueue(on: queue, ticket: 1) else {
+            Issue.record("expected the pipeline")
+            return
+        }
+        guard case .none = state.finishEnqueuing() else {
+            Issue.record("must wait for dependencies")
+            return
+        }
+        guard case .none = state.dependencyFinished(first) else {
+            Issue.record("one dependency is still out")
+            return
+        }
+        guard case .advance(.evaluateConditions) = state.dependencyFinished(second) else {
+            Issue.record("expected condition evaluation")
+            return
+        }
+        #expect(state.phase == .evaluatingConditions && !state.isReadyForFoundation)
+    }
+
+    @Test func cancelWhilePending_finishesOnceTheCancelNotificationIsDelivered() {
+        var state = OperationLifecycle()
+        state.unfinishedDependencies = [ObjectIdentifier(NSObject())]
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        guard case .cancel(_, .none) = state.cancel(error: Failure()) else {
+            Issue.record("expected a cancellation")
+            return
+        }
+        #expect(state.phase == .finishing && state.errors.count == 1)
+        guard case .deliver(_, let errors) = state.notificationDelivered() else {
+            Issue.record("the held-back finish must be delivered now")
+            return
+        }
+        #expect(errors.count == 1)
+    }
+
+    @Test func finishAfterHandOff_waitsForFoundationToStartIt() {
+        var state = OperationLifecycle()
+        _ = state.enqueue(on: queue, ticket: 1)
+        guard case .none = state.finish(errors: [Failure()]) else {
+            Issue.record("Foundation holds it: it finishes when started")
+            return
+        }
+        #expect(state.phase == .ready && state.finishRequestedBeforeStart)
+        guard case .finish(.deliver) = state.start() else {
+            Issue.record("start must finish it without executing")
+            return
+        }
+        #expect(!state.executionBegan)
+    }
+
+    @Test func finishDuringStartNotification_isHeldBack_andExecutionSkipped() {
+        var state = OperationLifecycle()
+        _ = state.enqueue(on: queue, ticket: 1)
+        guard case .execute = state.start() else {
+            Issue.record("expected execution")
+            return
+        }
+        guard case .none = state.finish(errors: []) else {
+            Issue.record("held back while didStart is being delivered")
+            return
+        }
+        guard case .deliver = state.notificationDelivered() else {
+            Issue.record("delivered once didStart is")
+            return
+        }
+    }
+
+    @Test func secondFinish_isReportedAsDuplicate_unlessCancelled() {
+        var state = OperationLifecycle()
+        _ = state.finish(errors: [])
+        guard case .reportDuplicate = state.finish(errors: []) else {
+            Issue.record("a second finish is a misuse")
+            return
+        }
+        var cancelled = OperationLifecycle()
+        _ = cancelled.cancel(error: nil)
+        _ = cancelled.notificationDelivered()
+        _ = cancelled.finish(errors: [])
+        guard case .none = cancelled.finish(errors: []) else {
+            Issue.record("a late finish after cancelling is expected, not reported")
+            return
+        }
+    }
+
+    @Test func completeFinish_letsGoOfWhatTheOperationOwned() {
+        var state = OperationLifecycle()
+        state.dependencies = [BlockOperation {}]
+        state.conditions = [Condition()]
+        _ = state.finish(errors: [])
+        var remains = state.completeFinish()
+        #expect(state.phase == .finished)
+        #expect(state.dependencies.isEmpty && state.conditions.isEmpty && state.observers.isEmpty && state.queue == nil)
+        #expect(remains.released.count == 1)
+        remains.released.removeAll()
+    }
+}
+
+@Suite struct ExclusivityStateTests {
+    private func request(_ ticket: UInt64, _ categories: [String]) -> ExclusivityState.Request {
+        ExclusivityState.Request(ticket: ticket, operation: AsyncBlockOperation {}, categories: categories)
+    }
+
+    @Test func freeCategory_isGrantedAtOnce_andHeld() {
+        var state = ExclusivityState()
+        let firstGranted = state.acquire(request(1, ["a"]))
+        #expect(firstGranted)
+        let secondGranted = state.acquire(request(2, ["a"]))
+        #expect(!secondGranted)
+        #expect(state.heldCategories == ["a"])
+    }
+
+    @Test func release_grantsTheNextInTicketOrder() {
+        var state = ExclusivityState()
+        let first = request(1, ["a"])
+        let third = request(3, ["a"])
+        let second = request(2, ["a"])
+        _ = state.acquire(first)
+        _ = state.acquire(third)
+        _ = state.acquire(second) // arrives late but was added earlier: goes ahead of 3
+        let afterFirst = state.release(["a"])
+        #expect(afterFirst.map(ObjectIdentifier.init) == [ObjectIdentifier(second.operation)])
+        let afterSecond = state.release(["a"])
+        #expect(afterSecond.map(ObjectIdentifier.init) == [ObjectIdentifier(third.operation)])
+    }
+
+    @Test func overlappingCategories_neverDeadlock() {
+        var state = ExclusivityState()
+        let holder = request(1, ["a", "b"])
+        let needsB = request(2, ["b", "c"])
+        let needsCA = request(3, ["c", "a"])
+        _ = state.acquire(holder)
+        let needsBGranted = state.acquire(needsB)
+        #expect(!needsBGranted)
+        let needsCAGranted = state.acquire(needsCA)
+        #expect(!needsCAGranted)
+        // Releasing a and b lets 2 in (b, c); 3 waits for c, and gets it when 2 lets go.
+        let afterHolder = state.release(["a", "b"])
+        #expect(afterHolder.map(ObjectIdentifier.init) == [ObjectIdentifier(needsB.operation)])
+        let afterNeedsB = state.release(["b", "c"])
+        #expect(afterNeedsB.map(ObjectIdentifier.init) == [ObjectIdentifier(needsCA.operation)])
+        let afterNeedsCA = state.release(["c", "a"])
+        #expect(afterNeedsCA.isEmpty)
+        #expect(state.heldCategories.isEmpty)
+    }
+
+    @Test func reservation_holdsALaterOperationBack_untilWithdrawn() {
+        var state = ExclusivityState()
+        let early = request(1, ["a"])
+        let late = request(2, ["a"])
+        state.reserve(early)               // still evaluating its conditions
+        let overtook = state.acquire(late)
+        #expect(!overtook)                 // may not overtake it
+        let afterWithdrawal = state.withdraw(ticket: 1, from: ["a"])
+        #expect(afterWithdrawal.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
+    }
+}
