@@ -3,7 +3,7 @@ import Operations
 import Testing
 import TestSupport
 
-// The examples of Docs/composition-bridges.md, as they appear there, so that they keep compiling
+// The examples of the README's "Running and waiting" section, as they appear there, so that they keep compiling
 // and doing what the text says.
 
 private struct Report: Sendable, Equatable {

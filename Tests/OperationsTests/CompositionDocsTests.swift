@@ -3,7 +3,7 @@ import Operations
 import Testing
 import TestSupport
 
-// The examples of Docs/composition-composites.md, verbatim between the `// docs:` markers, so that
+// The examples of the README's "Composing operations" section, verbatim between the `// docs:` markers, so that
 // they keep compiling and doing what the text says. The functions below stand for the reader's own.
 
 private struct User: Sendable {
