@@ -30,6 +30,7 @@ let package = Package(
         .testTarget(name: "ConditionsTests", dependencies: ["Operations", "Conditions", "TestSupport"]),
         .testTarget(name: "ObserversTests", dependencies: ["Operations", "Observers", "TestSupport"]),
         .testTarget(name: "APIContractTests", dependencies: ["Operations", "Conditions", "Observers"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Operations", "Conditions", "Observers", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
