@@ -69,6 +69,12 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
         case let .continuation(work)?:
             let gate = ContinuationGate(operation: self)
             block.withLock { $0.pendingContinuation = gate }
+            // Checked again now that the continuation is pending: a cancel that landed after the
+            // first check saw no continuation to cut short, and must not be lost.
+            if isCancelled {
+                finish()
+                return
+            }
             work { error in gate.resume(error) }
         }
     }

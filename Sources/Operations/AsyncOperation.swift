@@ -177,12 +177,45 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         case .reportDuplicate:
             OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
         case let .deliver(observers, errors):
+            if isFinishHeldBack(action) { return }
             for observer in observers {
                 observer.operationDidFinish(self, errors: errors)
             }
             completeFinish()
         case let .releaseCategoriesEarly(categories):
             ExclusivityController.shared.release(categories)
+        }
+    }
+
+    /// Offers a subclass, once, to hold back the finish of an operation that never executed.
+    private func isFinishHeldBack(_ action: OperationLifecycle.FinishAction) -> Bool {
+        let offer = lifecycle.withLock { state -> Bool in
+            guard !state.executionBegan, !state.finishHoldOffered else { return false }
+            state.finishHoldOffered = true
+            state.heldFinish = action // stored first: the subclass may deliver it before returning
+            return true
+        }
+        guard offer else { return false }
+        if holdsFinishWithoutExecuting() { return true }
+        return lifecycle.withLock { state in
+            defer { state.heldFinish = nil }
+            return state.heldFinish == nil // already delivered by the subclass after all
+        }
+    }
+
+    /// Called once when the operation is about to finish without having executed. Return `true`
+    /// to hold the finish back and deliver it later with `deliverHeldFinish()`: a group uses it
+    /// to finish only after its children have.
+    func holdsFinishWithoutExecuting() -> Bool { false }
+
+    /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
+    func deliverHeldFinish() {
+        let held = lifecycle.withLock { state in
+            defer { state.heldFinish = nil }
+            return state.heldFinish
+        }
+        if let held {
+            perform(held)
         }
     }
 

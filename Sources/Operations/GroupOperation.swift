@@ -37,6 +37,8 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
         var errors: [any Error] = []
         var isExecuting = false
         var isDone = false
+        /// Finishing without having executed: waiting for the cancelled children to finish first.
+        var isDraining = false
     }
 
     private let queue = AsyncOperationQueue()
@@ -115,14 +117,40 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     }
 
     private func finishIfChildrenAreDone() {
-        let errors = children.withLock { state -> [any Error]? in
-            guard state.isExecuting, state.pending == 0, !state.isDone else { return nil }
+        enum Next { case wait, finish([any Error]), deliverHeldFinish }
+        let next = children.withLock { state -> Next in
+            guard state.pending == 0 else { return .wait }
+            if state.isDraining {
+                state.isDraining = false
+                return .deliverHeldFinish
+            }
+            guard state.isExecuting, !state.isDone else { return .wait }
             state.isDone = true
-            return state.errors
+            return .finish(state.errors)
         }
-        if let errors {
+        switch next {
+        case .wait:
+            break
+        case let .finish(errors):
             finish(errors: errors)
+        case .deliverHeldFinish:
+            deliverHeldFinish()
         }
+    }
+
+    /// Cancelled before it executed, or stopped by a failed condition: the children will never
+    /// run, but the group still finishes only after they have (cancelled).
+    override func holdsFinishWithoutExecuting() -> Bool {
+        let hasChildren = children.withLock { state -> Bool in
+            guard state.pending > 0 else { return false }
+            state.isDraining = true
+            return true
+        }
+        guard hasChildren else { return false }
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        finishIfChildrenAreDone()
+        return true
     }
 
     override func cancellationDuringExecution() {

@@ -74,6 +74,10 @@ struct OperationLifecycle {
     var finishRequestedBeforeStart = false
     /// Finished while waiting in line for categories: leave the line.
     var withdrawsFromCategories = false
+    /// Whether a subclass was already offered to hold back a finish without execution.
+    var finishHoldOffered = false
+    /// A finish a subclass holds back until it is ready (a group draining its children).
+    var heldFinish: FinishAction?
 
     /// Book-keeping for one round of condition evaluation.
     struct ConditionEvaluation {

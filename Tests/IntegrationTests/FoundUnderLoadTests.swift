@@ -12,7 +12,7 @@ import TestSupport
 @Suite("Found under load")
 struct FoundUnderLoadTests {
     // API.md, semantics 7: "A GroupOperation finishes only after every child ... has finished".
-    @Test(.disabled("engine bug: a group that finishes without executing (cancelled before it started, or a condition failed) delivers operationDidFinish and becomes isFinished first, and only then cancels its children, in GroupOperation.releaseResources()"))
+    @Test
     func groupCancelledBeforeItStarts_finishesAfterItsChildren() {
         // Given a group waiting for a dependency, whose children and itself log their finish
         let order = Recorder<String>()
@@ -36,7 +36,7 @@ struct FoundUnderLoadTests {
 
     // API.md, semantics 1 and 7: a failed condition finishes the group without executing, and a
     // group finishes only after every child has finished.
-    @Test(.disabled("engine bug: a group whose condition failed delivers operationDidFinish and becomes isFinished before its children, which GroupOperation.releaseResources() cancels only afterwards"))
+    @Test
     func groupWhoseConditionFails_finishesAfterItsChildren() {
         // Given a group with a failing condition, whose children and itself log their finish
         let order = Recorder<String>()
@@ -55,7 +55,7 @@ struct FoundUnderLoadTests {
 
     // API.md, semantics 5 and 6: an AsyncBlockOperation whose continuation has not been called
     // finishes at once when cancelled, and one with a timeout cannot block its queue.
-    @Test(.disabled("engine bug: a cancel that lands while AsyncBlockOperation.execute() is between its isCancelled check and storing pendingContinuation is lost (cancellationDuringExecution() sees no pending continuation yet), so an operation that never calls its continuation never finishes; its TimeoutObserver cannot rescue it, as cancelling an operation already cancelled only appends the error. Hits a few percent of these attempts"))
+    @Test
     func blockOperationCancelledAsItBeginsExecuting_finishes() {
         // Given operations that never call their continuation, each with a timeout, each cancelled
         // from a spinning thread a few hundred loop turns after its execute() is entered (a

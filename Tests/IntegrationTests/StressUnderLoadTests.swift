@@ -798,10 +798,8 @@ private extension LoadReport {
         if let body = sequence(of: .bodyBegan, index), sequence(of: .execute, index).map({ $0 > body }) ?? true {
             problem("the block ran without execute() before it")
         }
-        // (Only for groups that executed: one that finished without executing hears
-        // operationDidFinish before its children finish, an engine bug pinned down by the disabled
-        // tests in FoundUnderLoadTests.swift. Its children are still checked never to execute.)
-        if let finish = sequence(of: .didFinish, index), executed {
+        // A group finishes after its children, whether it executed or not.
+        if let finish = sequence(of: .didFinish, index) {
             for child in node.children {
                 if let childFinish = sequence(of: .didFinish, child), childFinish < finish { continue }
                 problem("finished before its child op\(child) finished")
