@@ -154,11 +154,11 @@ extension AsyncOperation {
     /// Whether this operation is still evaluating its conditions; if so, marks it as in line.
     /// Called by the exclusivity controller under its lock, so a reservation never lands after
     /// the operation already asked for (or gave up) its categories.
-    func enterLineIfStillEvaluating() -> (ticket: UInt64, categories: [String])? {
+    func enterLineIfStillEvaluating() -> (place: LinePlace, categories: [String])? {
         lifecycle.withLock { state in
             guard state.phase == .evaluatingConditions, !state.categories.isEmpty else { return nil }
             state.hasReservation = true
-            return (state.ticket, state.categories)
+            return (state.linePlace, state.categories)
         }
     }
 
@@ -168,20 +168,20 @@ extension AsyncOperation {
             return
         }
         // Optimistically marked as in line; undone below if the queue turns out to be suspended.
-        let (queue, ticket, hadReservation) = lifecycle.withLock { state in
+        let (queue, place, hadReservation) = lifecycle.withLock { state in
             defer { state.hasReservation = true }
-            return (state.queue, state.ticket, state.hasReservation)
+            return (state.queue, state.linePlace, state.hasReservation)
         }
         if let queue, queue.parkIfSuspended(self).parked {
             // A suspended queue starts nothing: leave the line rather than hold it up, and come
             // back (with the same ticket, so the same place) when the queue resumes.
             lifecycle.withLock { $0.hasReservation = false }
             if hadReservation {
-                ExclusivityController.shared.withdraw(ticket: ticket, from: categories)
+                ExclusivityController.shared.withdraw(ticket: place.ticket, from: categories)
             }
             return
         }
-        if ExclusivityController.shared.acquire(categories, for: self, ticket: ticket) {
+        if ExclusivityController.shared.acquire(categories, for: self, place: place) {
             categoriesWereGranted()
         }
     }

@@ -129,7 +129,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func admit(_ operation: AsyncOperation, batch: inout [Operation], group: GroupOperation?) {
         let ticket = Ticket.next()
-        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket) }) {
+        let lineRoot = group?.lifecycle.withLock { $0.linePlace.root } ?? 0
+        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
         case .handOffNow:

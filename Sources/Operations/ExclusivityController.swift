@@ -1,13 +1,15 @@
 /// Process-wide mutual exclusion for operation categories.
 ///
 /// An operation takes its place in the line of each of its categories when its dependencies have
-/// finished and its conditions start being evaluated (a *reservation*), in ticket order: the order
-/// operations were added to queues. Once its conditions pass it becomes *eligible*, and it is
+/// finished and its conditions start being evaluated (a *reservation*), in the order operations
+/// were added to queues; a group's children stand where their outermost group stands (see
+/// `LinePlace`), so an operation waiting for a group's category never shuts out the group's own
+/// children. Once its conditions pass it becomes *eligible*, and it is
 /// granted its categories when none is held and it is first in each of its lines. An operation
 /// still waiting for its dependencies has no place yet, so a later operation it depends on is
 /// never stuck behind it.
 ///
-/// Because every line is ordered by the same tickets, the lowest ticket in line is first in all of
+/// Because every line is ordered by the same places, the lowest place in line is first in all of
 /// its lines, so overlapping categories never deadlock. Waiting happens here, outside
 /// Foundation's queue, so a waiting operation occupies no concurrency slot.
 final class ExclusivityController: Sendable {
@@ -20,15 +22,15 @@ final class ExclusivityController: Sendable {
     func reserve(for operation: AsyncOperation) {
         state.withLock { state in
             // The operation's lock is taken inside this one; nothing takes them the other way round.
-            guard let (ticket, categories) = operation.enterLineIfStillEvaluating() else { return }
-            state.reserve(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories))
+            guard let (place, categories) = operation.enterLineIfStillEvaluating() else { return }
+            state.reserve(ExclusivityState.Request(place: place, operation: operation, categories: categories))
         }
     }
 
     /// Asks for `categories` for `operation`, whose conditions passed: `true` if granted now;
     /// otherwise `categoriesWereGranted()` is called later.
-    func acquire(_ categories: [String], for operation: AsyncOperation, ticket: UInt64) -> Bool {
-        state.withLock { $0.acquire(ExclusivityState.Request(ticket: ticket, operation: operation, categories: categories)) }
+    func acquire(_ categories: [String], for operation: AsyncOperation, place: LinePlace) -> Bool {
+        state.withLock { $0.acquire(ExclusivityState.Request(place: place, operation: operation, categories: categories)) }
     }
 
     /// Gives `categories` back and lets the next operations in.
@@ -59,15 +61,17 @@ final class ExclusivityController: Sendable {
 /// The rules of mutual exclusion, without threads: which categories are held, who is in line.
 struct ExclusivityState {
     struct Request {
-        let ticket: UInt64
+        let place: LinePlace
         let operation: AsyncOperation
         let categories: [String]
         var isEligible = false
+
+        var ticket: UInt64 { place.ticket }
     }
 
     private struct Category {
         var isHeld = false
-        var line = TicketLine<Void>()
+        var line = TicketLine<UInt64>() // tickets, in line order
     }
 
     private var categories: [String: Category] = [:]
@@ -82,7 +86,7 @@ struct ExclusivityState {
         guard requests[request.ticket] == nil else { return }
         requests[request.ticket] = request
         for name in request.categories {
-            categories[name, default: Category()].line.insert((), ticket: request.ticket)
+            categories[name, default: Category()].line.insert(request.ticket, place: request.place)
         }
     }
 
@@ -108,27 +112,27 @@ struct ExclusivityState {
     }
 
     mutating func withdraw(ticket: UInt64, from names: [String]) -> [AsyncOperation] {
-        guard requests.removeValue(forKey: ticket) != nil else { return [] }
+        guard let request = requests.removeValue(forKey: ticket) else { return [] }
         for name in names {
-            categories[name]?.line.remove(ticket: ticket)
+            categories[name]?.line.remove(place: request.place)
         }
         return grantWaiters(in: names)
     }
 
-    /// No category held, and nobody with a lower ticket in any of the lines.
+    /// No category held, and nobody ahead in any of the lines.
     private func isClearAhead(of request: Request) -> Bool {
         request.categories.allSatisfy { name in
             guard let category = categories[name] else { return true }
             guard !category.isHeld else { return false }
             guard let first = category.line.first else { return true }
-            return first.ticket > request.ticket
+            return request.place < first.place
         }
     }
 
     private func canGrant(_ request: Request) -> Bool {
         request.isEligible && request.categories.allSatisfy { name in
             guard let category = categories[name], !category.isHeld else { return false }
-            return category.line.first?.ticket == request.ticket
+            return category.line.first?.element == request.ticket
         }
     }
 
@@ -149,7 +153,7 @@ struct ExclusivityState {
     private mutating func grantWaiters(in names: [String]) -> [AsyncOperation] {
         var granted: [AsyncOperation] = []
         for name in names {
-            guard let ticket = categories[name]?.line.first?.ticket,
+            guard let ticket = categories[name]?.line.first?.element,
                   let candidate = requests[ticket], canGrant(candidate)
             else { continue }
             grant(candidate)

@@ -57,6 +57,13 @@ struct OperationLifecycle {
     var executionBegan = false
     /// Global order in which operations were added to queues (FIFO within a category).
     var ticket: UInt64 = 0
+    /// The ticket of the outermost group this operation is a child of; 0 for a top-level one.
+    var lineRoot: UInt64 = 0
+
+    /// Where this operation stands in its categories' lines.
+    var linePlace: LinePlace {
+        LinePlace(root: lineRoot == 0 ? ticket : lineRoot, ticket: ticket)
+    }
 
     var categories: [String] = []
     var holdsCategories = false
@@ -116,7 +123,7 @@ struct OperationLifecycle {
         case runPipeline([any OperationCondition])
     }
 
-    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64) -> EnqueueAction {
+    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64 = 0) -> EnqueueAction {
         switch phase {
         case .initialized:
             break
@@ -129,6 +136,7 @@ struct OperationLifecycle {
         }
         self.queue = queue
         self.ticket = ticket
+        self.lineRoot = lineRoot
         let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
             && !isCancelled && cycleDependencyName == nil
         if canSkipPipeline {

@@ -92,7 +92,7 @@ struct FoundUnderLoadTests {
     // API.md, semantics 2 and 7: "Overlapping categories never deadlock"; "Children may be added
     // while the group runs". Also semantics 2: "within a category they start in the order they were
     // added", which here can only be kept by waiting forever.
-    @Test(.disabled("engine bug (or a contradiction in the contract): a child added to a running group that holds category A waits in line for category B behind an operation added earlier that needs A and B, which waits for the group: a deadlock. First-come order within B cannot hold without one"))
+    @Test
     func childAddedToARunningGroup_behindAnOperationWaitingForTheGroupsCategory_runs() {
         // Given a running group holding category A (its first child keeps it running)
         let a = uniqueName("categoryA")

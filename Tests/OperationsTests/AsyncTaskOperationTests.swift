@@ -72,19 +72,24 @@ private let oneMinute: UInt64 = 60_000_000_000
     }
 
     @Test func anErrorThrownAfterCancellation_isStillRecorded() async {
+        let bodyStarted = Counter()
         let operation = AsyncTaskOperation {
+            bodyStarted.increment()
             while !Task.isCancelled { await Task.yield() }
             throw Failure(code: 3)
         }
         AsyncOperationQueue().addOperation(operation)
-        #expect(await eventually { operation.isExecuting })
+        // (isExecuting alone is not enough: a cancel before execute() runs skips the body.)
+        #expect(await eventually { bodyStarted.current == 1 })
         operation.cancel()
         await #expect(throws: Failure(code: 3)) { try await operation.finished() }
     }
 
     @Test func operationFinishesOnlyOnceTheBodyHasReturned() async {
         let bodyReturned = Counter()
+        let bodyStarted = Counter()
         let operation = AsyncTaskOperation {
+            bodyStarted.increment()
             while !Task.isCancelled { await Task.yield() }
             await withCheckedContinuation { continuation in // a wait that ignores cancellation
                 DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { continuation.resume() }
@@ -92,7 +97,7 @@ private let oneMinute: UInt64 = 60_000_000_000
             bodyReturned.increment()
         }
         AsyncOperationQueue().addOperation(operation)
-        #expect(await eventually { operation.isExecuting })
+        #expect(await eventually { bodyStarted.current == 1 })
         operation.cancel()
         try? await operation.finished()
         #expect(bodyReturned.current == 1)

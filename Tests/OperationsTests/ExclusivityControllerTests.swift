@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct ExclusivityStateTests {
     private func request(_ ticket: UInt64, _ categories: [String]) -> ExclusivityState.Request {
-        ExclusivityState.Request(ticket: ticket, operation: AsyncBlockOperation {}, categories: categories)
+        ExclusivityState.Request(place: LinePlace(root: ticket, ticket: ticket), operation: AsyncBlockOperation {}, categories: categories)
     }
 
     @Test func freeCategory_isGrantedAtOnce_andHeld() {
@@ -61,5 +61,14 @@ import Testing
         #expect(!overtook)                 // may not overtake it
         let afterWithdrawal = state.withdraw(ticket: 1, from: ["a"])
         #expect(afterWithdrawal.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
+    }
+
+    @Test func groupChild_standsWhereItsGroupStands_aheadOfLaterOperations() {
+        var state = ExclusivityState()
+        let later = request(7, ["b"])
+        state.reserve(later)                           // added after the group, still evaluating
+        let child = ExclusivityState.Request(place: LinePlace(root: 5, ticket: 9), operation: AsyncBlockOperation {}, categories: ["b"])
+        let granted = state.acquire(child)             // the group (ticket 5) came first
+        #expect(granted)
     }
 }

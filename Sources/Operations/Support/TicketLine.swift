@@ -1,20 +1,34 @@
-/// A line of waiters kept in ticket order, cheap to pop from the front.
+/// Where an operation stands in a category's line: after everything added before the top-level
+/// operation it belongs to (itself, or the outermost group it is a child of), then by its own
+/// ticket. A group's children thus stand where their group stands, ahead of operations added after
+/// it: one of those waiting for the group's category must not also keep the group's children out
+/// of another category, or the group would wait forever for them.
+struct LinePlace: Comparable, Hashable {
+    var root: UInt64
+    var ticket: UInt64
+
+    static func < (lhs: LinePlace, rhs: LinePlace) -> Bool {
+        (lhs.root, lhs.ticket) < (rhs.root, rhs.ticket)
+    }
+}
+
+/// A line of waiters kept in `LinePlace` order, cheap to pop from the front.
 ///
-/// Waiters almost always arrive in ticket order, so insertion is usually an append; an
-/// operation whose conditions took longer is slotted in by binary search.
+/// Waiters almost always arrive in order, so insertion is usually an append; an operation whose
+/// conditions took longer is slotted in by binary search.
 struct TicketLine<Element> {
-    private var storage: [(ticket: UInt64, element: Element)] = []
+    private var storage: [(place: LinePlace, element: Element)] = []
     private var head = 0
 
     var isEmpty: Bool { head == storage.count }
     var count: Int { storage.count - head }
-    var first: (ticket: UInt64, element: Element)? { isEmpty ? nil : storage[head] }
+    var first: (place: LinePlace, element: Element)? { isEmpty ? nil : storage[head] }
 
-    mutating func insert(_ element: Element, ticket: UInt64) {
-        if isEmpty || storage[storage.count - 1].ticket < ticket {
-            storage.append((ticket, element))
+    mutating func insert(_ element: Element, place: LinePlace) {
+        if isEmpty || storage[storage.count - 1].place < place {
+            storage.append((place, element))
         } else {
-            storage.insert((ticket, element), at: insertionIndex(for: ticket))
+            storage.insert((place, element), at: insertionIndex(for: place))
         }
     }
 
@@ -24,11 +38,11 @@ struct TicketLine<Element> {
         compactIfWasteful()
     }
 
-    /// Removes the waiter with `ticket`; `false` if there is none.
+    /// Removes the waiter at `place`; `false` if there is none.
     @discardableResult
-    mutating func remove(ticket: UInt64) -> Bool {
-        let index = insertionIndex(for: ticket)
-        guard index < storage.count, storage[index].ticket == ticket else { return false }
+    mutating func remove(place: LinePlace) -> Bool {
+        let index = insertionIndex(for: place)
+        guard index < storage.count, storage[index].place == place else { return false }
         if index == head {
             removeFirst()
         } else {
@@ -37,12 +51,12 @@ struct TicketLine<Element> {
         return true
     }
 
-    private func insertionIndex(for ticket: UInt64) -> Int {
+    private func insertionIndex(for place: LinePlace) -> Int {
         var low = head
         var high = storage.count
         while low < high {
             let middle = (low + high) / 2
-            if storage[middle].ticket < ticket { low = middle + 1 } else { high = middle }
+            if storage[middle].place < place { low = middle + 1 } else { high = middle }
         }
         return low
     }
