@@ -6,8 +6,7 @@ import Testing
 import TestSupport
 
 // Contract violations the randomized runs in StressUnderLoadTests.swift ran into, each pinned down
-// as a small test of the contract (API.md). They are disabled until the engine is fixed; the
-// randomized runs leave out exactly these cases, and say so where they do.
+// as a small test of the contract (API.md), kept as regression tests now that the engine is fixed.
 
 @Suite("Found under load")
 struct FoundUnderLoadTests {

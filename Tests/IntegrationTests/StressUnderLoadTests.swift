@@ -21,10 +21,11 @@ import TestSupport
 // surface as `AsyncOperationError.timedOut`, the queues drain and nothing outlives the run.
 //
 // Categories come in one pool per nesting depth (top level, children, grandchildren). A group holds
-// its categories while its children run: a child needing one of them fails at once, by design, and
-// a child lining up for a category behind an operation that waits for its group's category would
-// wait forever (see FoundUnderLoadTests.swift). Pools per depth rule both out, while categories
-// still overlap among the operations of each depth, across queues and across groups.
+// its categories while its children run: a child needing one of them fails at once, by design,
+// which would muddle the checks below; pools per depth keep that out, while categories still
+// overlap among the operations of each depth, across queues and across groups. (The deadlock of a
+// child lining up behind an operation waiting for its group's category is covered, fixed, in
+// FoundUnderLoadTests.swift.)
 
 @Suite("Stress under load")
 struct StressUnderLoadTests {
