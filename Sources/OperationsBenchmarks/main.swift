@@ -7,7 +7,14 @@ import Foundation
 let arguments = CommandLine.arguments
 let quick = arguments.contains("--quick")
 let scale = quick ? 10 : 1
-let repetitions = quick ? 1 : 3
+// `--repetitions N` takes the median of N runs instead of 3.
+let repetitions = quick ? 1 : arguments.firstIndex(of: "--repetitions").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil }.map { max($0, 1) } ?? 3
+// `--only W2` (or W1, W3, W4, W5, W6, memory) runs one section, for profiling and quick checks.
+let only: String? = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1].uppercased() : nil }
+
+func shouldRun(_ section: String) -> Bool {
+    only == nil || only == section.uppercased()
+}
 
 if let index = arguments.firstIndex(of: "--memory-probe"), index + 1 < arguments.count {
     // Child process mode: run one W1 variant once and print the peak memory.
@@ -32,66 +39,78 @@ var rows: [(String, String, String)] = []
 
 print("Operations benchmarks: medians of \(repetitions) after a warm-up run, seconds (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
 
-print("W1: \(100_000 / scale) trivial block operations")
-let w1Dispatch = Harness.measure("Dispatch concurrent queue (reference)", repetitions: repetitions) { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }
-let w1Foundation = Harness.measure("Foundation BlockOperation on OperationQueue (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(100_000 / scale) } }
-let w1Ours = Harness.measure("AsyncBlockOperation on AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(100_000 / scale) } }
-record([w1Dispatch, w1Foundation, w1Ours])
-rows.append(("W1 vs Foundation BlockOperation", ratio(w1Ours, w1Foundation), "<= 1.40 x"))
-
-print("\nW2: \(20_000 / scale) operations, mutual exclusion over 8 categories")
-let w2Reference = Harness.measure("8 serial OperationQueues (reference)", repetitions: repetitions) { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }
-let w2Floor = Harness.measure("one Foundation OperationQueue, no exclusion (floor)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(20_000 / scale) } }
-let w2Ours = Harness.measure("ExclusiveCategory on one AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }
-record([w2Reference, w2Floor, w2Ours])
-rows.append(("W2 vs 8 serial queues", ratio(w2Ours, w2Reference), "<= 2.00 x"))
-rows.append(("W2 floor: Foundation's own queue vs 8 serial", ratio(w2Floor, w2Reference), "(the cost of one Foundation queue)"))
-rows.append(("W2 vs that floor", ratio(w2Ours, w2Floor), "(our exclusion on top of it)"))
-
-print("\nW3: a group of \(10_000 / scale) children")
-let w3Reference = Harness.measure("Foundation addOperations(waitUntilFinished:) (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBatch(10_000 / scale) } }
-let w3Ours = Harness.measure("GroupOperation on an AsyncOperationQueue, waited for", repetitions: repetitions) { Harness.time { Workloads.group(10_000 / scale) } }
-record([w3Reference, w3Ours])
-rows.append(("W3 vs Foundation addOperations-and-wait", ratio(w3Ours, w3Reference), "<= 2.00 x"))
-
-print("\nW4: chains of dependent operations")
-let w4Independent = Harness.measure("\(10_000 / scale) independent operations (our own baseline)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(10_000 / scale) } }
-let w4Chain10k = Harness.measure("chain of \(10_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(10_000 / scale) } }
-let w4Chain100k = Harness.measure("chain of \(100_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(100_000 / scale) } }
-let w4Foundation = Harness.measure("Foundation chain of \(10_000 / scale) (reference, 1 run)", repetitions: 1) { Harness.time { Workloads.foundationChain(10_000 / scale) } }
-record([w4Independent, w4Chain10k, w4Chain100k, w4Foundation])
-rows.append(("W4 chain 10k vs 10k independent", ratio(w4Chain10k, w4Independent), "<= 5.00 x"))
-rows.append(("W4 chain 100k vs chain 10k", ratio(w4Chain100k, w4Chain10k), "<= 15.00 x"))
-if !quick {
-    let w4Million = Harness.measure("chain of 1,000,000 (completes and is released)", repetitions: 1) { Harness.time { Workloads.asyncChain(1_000_000) } }
-    record([w4Million])
+if shouldRun("W1") {
+    print("W1: \(100_000 / scale) trivial block operations")
+    let w1Dispatch = Harness.measure("Dispatch concurrent queue (reference)", repetitions: repetitions) { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }
+    let w1Foundation = Harness.measure("Foundation BlockOperation on OperationQueue (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(100_000 / scale) } }
+    let w1Ours = Harness.measure("AsyncBlockOperation on AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(100_000 / scale) } }
+    record([w1Dispatch, w1Foundation, w1Ours])
+    rows.append(("W1 vs Foundation BlockOperation", ratio(w1Ours, w1Foundation), "<= 1.40 x"))
 }
 
-print("\nW5 and W6: \(20_000 / scale) operations")
-let w56Baseline = Harness.measure("plain (our own W1 at this count)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(20_000 / scale) } }
-let w5 = Harness.measure("3 observers each", repetitions: repetitions) { Harness.time { Workloads.observedOperations(20_000 / scale) } }
-let w6 = Harness.measure("2 satisfied conditions each", repetitions: repetitions) { Harness.time { Workloads.conditionedOperations(20_000 / scale) } }
-record([w56Baseline, w5, w6])
-rows.append(("W5 vs our W1 at the same count", ratio(w5, w56Baseline), "<= 2.00 x"))
-rows.append(("W6 vs our W1 at the same count", ratio(w6, w56Baseline), "<= 2.00 x"))
-
-print("\nPeak memory for W1 (separate processes)")
-@MainActor func probeMemory(_ variant: String) -> Double? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["--memory-probe", variant] + (quick ? ["--quick"] : [])
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    do { try process.run() } catch { return nil }
-    process.waitUntilExit()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+if shouldRun("W2") {
+    print("\nW2: \(20_000 / scale) operations, mutual exclusion over 8 categories")
+    let w2Reference = Harness.measure("8 serial OperationQueues (reference)", repetitions: repetitions) { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }
+    let w2Floor = Harness.measure("one Foundation OperationQueue, no exclusion (floor)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(20_000 / scale) } }
+    let w2Ours = Harness.measure("ExclusiveCategory on one AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }
+    record([w2Reference, w2Floor, w2Ours])
+    rows.append(("W2 vs 8 serial queues", ratio(w2Ours, w2Reference), "<= 2.00 x"))
+    rows.append(("W2 floor: Foundation's own queue vs 8 serial", ratio(w2Floor, w2Reference), "(the cost of one Foundation queue)"))
+    rows.append(("W2 vs that floor", ratio(w2Ours, w2Floor), "(our exclusion on top of it)"))
 }
-if let foundationMemory = probeMemory("foundation"), let ourMemory = probeMemory("async") {
-    print(String(format: "  Foundation %.1f MB, ours %.1f MB", foundationMemory, ourMemory))
-    rows.append(("W1 peak memory vs Foundation", String(format: "%.2f x", ourMemory / foundationMemory), "<= 1.50 x"))
-} else {
-    failures.append("memory probe failed")
+
+if shouldRun("W3") {
+    print("\nW3: a group of \(10_000 / scale) children")
+    let w3Reference = Harness.measure("Foundation addOperations(waitUntilFinished:) (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBatch(10_000 / scale) } }
+    let w3Ours = Harness.measure("GroupOperation on an AsyncOperationQueue, waited for", repetitions: repetitions) { Harness.time { Workloads.group(10_000 / scale) } }
+    record([w3Reference, w3Ours])
+    rows.append(("W3 vs Foundation addOperations-and-wait", ratio(w3Ours, w3Reference), "<= 2.00 x"))
+}
+
+if shouldRun("W4") {
+    print("\nW4: chains of dependent operations")
+    let w4Independent = Harness.measure("\(10_000 / scale) independent operations (our own baseline)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(10_000 / scale) } }
+    let w4Chain10k = Harness.measure("chain of \(10_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(10_000 / scale) } }
+    let w4Chain100k = Harness.measure("chain of \(100_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(100_000 / scale) } }
+    let w4Foundation = Harness.measure("Foundation chain of \(10_000 / scale) (reference, 1 run)", repetitions: 1) { Harness.time { Workloads.foundationChain(10_000 / scale) } }
+    record([w4Independent, w4Chain10k, w4Chain100k, w4Foundation])
+    rows.append(("W4 chain 10k vs 10k independent", ratio(w4Chain10k, w4Independent), "<= 5.00 x"))
+    rows.append(("W4 chain 100k vs chain 10k", ratio(w4Chain100k, w4Chain10k), "<= 15.00 x"))
+    if !quick {
+        let w4Million = Harness.measure("chain of 1,000,000 (completes and is released)", repetitions: 1) { Harness.time { Workloads.asyncChain(1_000_000) } }
+        record([w4Million])
+    }
+}
+
+if shouldRun("W5") || shouldRun("W6") {
+    print("\nW5 and W6: \(20_000 / scale) operations")
+    let w56Baseline = Harness.measure("plain (our own W1 at this count)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(20_000 / scale) } }
+    let w5 = Harness.measure("3 observers each", repetitions: repetitions) { Harness.time { Workloads.observedOperations(20_000 / scale) } }
+    let w6 = Harness.measure("2 satisfied conditions each", repetitions: repetitions) { Harness.time { Workloads.conditionedOperations(20_000 / scale) } }
+    record([w56Baseline, w5, w6])
+    rows.append(("W5 vs our W1 at the same count", ratio(w5, w56Baseline), "<= 2.00 x"))
+    rows.append(("W6 vs our W1 at the same count", ratio(w6, w56Baseline), "<= 2.00 x"))
+}
+
+if shouldRun("MEMORY") {
+    print("\nPeak memory for W1 (separate processes)")
+    @MainActor func probeMemory(_ variant: String) -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["--memory-probe", variant] + (quick ? ["--quick"] : [])
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do { try process.run() } catch { return nil }
+        process.waitUntilExit()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    if let foundationMemory = probeMemory("foundation"), let ourMemory = probeMemory("async") {
+        print(String(format: "  Foundation %.1f MB, ours %.1f MB", foundationMemory, ourMemory))
+        rows.append(("W1 peak memory vs Foundation", String(format: "%.2f x", ourMemory / foundationMemory), "<= 1.50 x"))
+    } else {
+        failures.append("memory probe failed")
+    }
 }
 
 print("\nRatios (ours / reference, medians from this run)")
