@@ -228,7 +228,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         releaseResources()
         let exclusivity = ExclusivityController.shared
         if !remains.categoriesToWithdraw.isEmpty {
-            exclusivity.withdraw(ticket: remains.ticket, from: remains.categoriesToWithdraw)
+            exclusivity.withdraw(place: remains.linePlace, from: remains.categoriesToWithdraw)
         }
         if !remains.categoriesToRelease.isEmpty {
             exclusivity.release(remains.categoriesToRelease)

@@ -39,8 +39,8 @@ final class ExclusivityController: Sendable {
     }
 
     /// Takes an operation out of line (it finished, or its queue was suspended, while in line).
-    func withdraw(ticket: UInt64, from categories: [String]) {
-        grant(state.withLock { $0.withdraw(ticket: ticket, from: categories) })
+    func withdraw(place: LinePlace, from categories: [String]) {
+        grant(state.withLock { $0.withdraw(place: place, from: categories) })
     }
 
     /// The categories currently held, for tests and diagnostics.
@@ -59,64 +59,140 @@ final class ExclusivityController: Sendable {
 }
 
 /// The rules of mutual exclusion, without threads: which categories are held, who is in line.
+///
+/// Each category keeps its waiters in a line ordered by `LinePlace`; an operation needing several
+/// categories stands in each of their lines. The common case, one category, touches the
+/// category table once per call (this is the hot path of every exclusive operation).
 struct ExclusivityState {
     struct Request {
         let place: LinePlace
         let operation: AsyncOperation
         let categories: [String]
-        var isEligible = false
+    }
 
-        var ticket: UInt64 { place.ticket }
+    private struct Waiter {
+        let operation: AsyncOperation
+        let categories: [String]
+        /// Its conditions passed: it is granted once it is first in all of its lines.
+        var isEligible: Bool
     }
 
     private struct Category {
         var isHeld = false
-        var line = TicketLine<UInt64>() // tickets, in line order
+        var line = TicketLine<Waiter>()
     }
 
     private var categories: [String: Category] = [:]
-    /// Everyone in line, by ticket.
-    private var requests: [UInt64: Request] = [:]
 
     var heldCategories: Set<String> {
         Set(categories.filter { $0.value.isHeld }.keys)
     }
 
+    /// Puts the request in line (not yet eligible) unless it already is.
     mutating func reserve(_ request: Request) {
-        guard requests[request.ticket] == nil else { return }
-        requests[request.ticket] = request
-        for name in request.categories {
-            categories[name, default: Category()].line.insert(request.ticket, place: request.place)
-        }
+        enterLines(request, isEligible: false)
     }
 
+    /// Marks the request eligible and grants its categories if it can have them now.
     mutating func acquire(_ request: Request) -> Bool {
-        if requests[request.ticket] == nil {
-            if isClearAhead(of: request) {
-                hold(request.categories)
-                return true
-            }
-            reserve(request)
+        if request.categories.count == 1 {
+            return acquireAlone(request)
         }
-        requests[request.ticket]?.isEligible = true
-        guard let waiting = requests[request.ticket], canGrant(waiting) else { return false }
-        grant(waiting)
+        let isInLine = categories[request.categories[0]]?.line.position(of: request.place) != nil
+        if !isInLine && isClearAhead(of: request) {
+            hold(request.categories)
+            return true
+        }
+        enterLines(request, isEligible: true)
+        guard canGrant(place: request.place, categories: request.categories) else { return false }
+        grant(request.categories)
         return true
     }
 
     mutating func release(_ names: [String]) -> [AsyncOperation] {
+        if names.count == 1 {
+            return releaseAlone(names[0])
+        }
         for name in names {
             categories[name]?.isHeld = false
         }
         return grantWaiters(in: names)
     }
 
-    mutating func withdraw(ticket: UInt64, from names: [String]) -> [AsyncOperation] {
-        guard let request = requests.removeValue(forKey: ticket) else { return [] }
+    mutating func withdraw(place: LinePlace, from names: [String]) -> [AsyncOperation] {
+        var wasInLine = false
         for name in names {
-            categories[name]?.line.remove(place: request.place)
+            if categories[name]?.line.remove(place: place) == true { wasInLine = true }
         }
-        return grantWaiters(in: names)
+        return wasInLine ? grantWaiters(in: names) : []
+    }
+
+    // MARK: One category: a single lookup
+
+    private mutating func acquireAlone(_ request: Request) -> Bool {
+        withCategory(request.categories[0]) { category in
+            if let position = category.line.position(of: request.place) {
+                category.line[position].isEligible = true
+                guard !category.isHeld, position == category.line.firstPosition else { return false }
+                category.line.removeFirst()
+                category.isHeld = true
+                return true
+            }
+            if !category.isHeld, category.line.first.map({ request.place < $0.place }) ?? true {
+                category.isHeld = true
+                return true
+            }
+            let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: true)
+            category.line.insert(waiter, place: request.place)
+            return false
+        }
+    }
+
+    private mutating func releaseAlone(_ name: String) -> [AsyncOperation] {
+        var needsOtherCategories = false
+        let granted = withCategory(name) { category -> AsyncOperation? in
+            category.isHeld = false
+            guard let (_, first) = category.line.first, first.isEligible else { return nil }
+            guard first.categories.count == 1 else {
+                needsOtherCategories = true
+                return nil
+            }
+            category.line.removeFirst()
+            category.isHeld = true
+            return first.operation
+        }
+        if needsOtherCategories {
+            return grantWaiters(in: [name])
+        }
+        return granted.map { [$0] } ?? []
+    }
+
+    /// Runs `body` on the named category, creating it if needed and dropping it afterwards if it
+    /// is neither held nor waited for, with one hash lookup.
+    private mutating func withCategory<Result>(_ name: String, _ body: (inout Category) -> Result) -> Result {
+        Self.update(&categories[name], body)
+    }
+
+    private static func update<Result>(_ entry: inout Category?, _ body: (inout Category) -> Result) -> Result {
+        if entry == nil { entry = Category() }
+        let result = body(&entry!)
+        if let category = entry, !category.isHeld, category.line.isEmpty { entry = nil }
+        return result
+    }
+
+    // MARK: Several categories
+
+    private mutating func enterLines(_ request: Request, isEligible: Bool) {
+        for name in request.categories {
+            withCategory(name) { category in
+                if let position = category.line.position(of: request.place) {
+                    if isEligible { category.line[position].isEligible = true }
+                } else {
+                    let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: isEligible)
+                    category.line.insert(waiter, place: request.place)
+                }
+            }
+        }
     }
 
     /// No category held, and nobody ahead in any of the lines.
@@ -129,38 +205,41 @@ struct ExclusivityState {
         }
     }
 
-    private func canGrant(_ request: Request) -> Bool {
-        request.isEligible && request.categories.allSatisfy { name in
+    /// Every category free, and the waiter at `place` first in each line.
+    private func canGrant(place: LinePlace, categories names: [String]) -> Bool {
+        names.allSatisfy { name in
             guard let category = categories[name], !category.isHeld else { return false }
-            return category.line.first?.element == request.ticket
+            return category.line.first?.place == place
         }
     }
 
-    private mutating func grant(_ request: Request) {
-        requests[request.ticket] = nil
-        for name in request.categories {
-            categories[name]?.line.removeFirst()
+    /// Takes the first waiter out of each of `names`' lines and holds the categories for it.
+    private mutating func grant(_ names: [String]) {
+        for name in names {
+            withCategory(name) { category in
+                if !category.line.isEmpty { category.line.removeFirst() }
+                category.isHeld = true
+            }
         }
-        hold(request.categories)
     }
 
     private mutating func hold(_ names: [String]) {
         for name in names {
-            categories[name, default: Category()].isHeld = true
+            withCategory(name) { $0.isHeld = true }
         }
     }
 
     private mutating func grantWaiters(in names: [String]) -> [AsyncOperation] {
         var granted: [AsyncOperation] = []
         for name in names {
-            guard let ticket = categories[name]?.line.first?.element,
-                  let candidate = requests[ticket], canGrant(candidate)
+            guard let (place, first) = categories[name]?.line.first, first.isEligible,
+                  canGrant(place: place, categories: first.categories)
             else { continue }
-            grant(candidate)
-            granted.append(candidate.operation)
+            grant(first.categories)
+            granted.append(first.operation)
         }
-        for name in names where categories[name].map({ !$0.isHeld && $0.line.isEmpty }) == true {
-            categories[name] = nil
+        for name in names {
+            withCategory(name) { _ in }
         }
         return granted
     }

@@ -223,6 +223,11 @@ struct OperationLifecycle {
         return conditionsSettledAction()
     }
 
+    /// Whether the condition at `index` has yet to answer.
+    func isAwaitingAnswer(from index: Int) -> Bool {
+        phase == .evaluatingConditions && index < conditionEvaluation.awaiting.count && conditionEvaluation.awaiting[index]
+    }
+
     /// The conditions that have not answered yet (to name them in timeout errors).
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] {
         guard phase == .evaluatingConditions else { return [] }
@@ -465,7 +470,7 @@ struct OperationLifecycle {
         var wasHandedOff: Bool
         var categoriesToRelease: [String]
         var categoriesToWithdraw: [String]
-        var ticket: UInt64
+        var linePlace: LinePlace
         var dependents: [Weak<AsyncOperation>]
         var released: [AnyObject]
         var watchers: [Operation]
@@ -483,7 +488,7 @@ struct OperationLifecycle {
             wasHandedOff: wasHandedOff,
             categoriesToRelease: holdsCategories ? categories : [],
             categoriesToWithdraw: withdrawsFromCategories && !holdsCategories ? categories : [],
-            ticket: ticket,
+            linePlace: linePlace,
             dependents: dependents,
             released: released,
             watchers: Array(dependencyWatchers.values),

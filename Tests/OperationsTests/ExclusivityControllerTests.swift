@@ -59,7 +59,7 @@ import Testing
         state.reserve(early)               // still evaluating its conditions
         let overtook = state.acquire(late)
         #expect(!overtook)                 // may not overtake it
-        let afterWithdrawal = state.withdraw(ticket: 1, from: ["a"])
+        let afterWithdrawal = state.withdraw(place: LinePlace(root: 1, ticket: 1), from: ["a"])
         #expect(afterWithdrawal.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
     }
 

@@ -24,6 +24,21 @@ struct TicketLine<Element> {
     var count: Int { storage.count - head }
     var first: (place: LinePlace, element: Element)? { isEmpty ? nil : storage[head] }
 
+    /// The position of the waiter at `place`, if it is in line. Positions stay valid until the
+    /// line next changes; the first waiter's position is `firstPosition`.
+    func position(of place: LinePlace) -> Int? {
+        let index = insertionIndex(for: place)
+        return index < storage.count && storage[index].place == place ? index : nil
+    }
+
+    var firstPosition: Int { head }
+
+    /// The waiter at `position` (from `position(of:)`).
+    subscript(position: Int) -> Element {
+        get { storage[position].element }
+        set { storage[position].element = newValue }
+    }
+
     mutating func insert(_ element: Element, place: LinePlace) {
         if isEmpty || storage[storage.count - 1].place < place {
             storage.append((place, element))
@@ -41,8 +56,7 @@ struct TicketLine<Element> {
     /// Removes the waiter at `place`; `false` if there is none.
     @discardableResult
     mutating func remove(place: LinePlace) -> Bool {
-        let index = insertionIndex(for: place)
-        guard index < storage.count, storage[index].place == place else { return false }
+        guard let index = position(of: place) else { return false }
         if index == head {
             removeFirst()
         } else {
