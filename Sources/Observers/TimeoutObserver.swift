@@ -39,20 +39,14 @@ public struct TimeoutObserver: OperationObserver {
 }
 
 /// The timers a `TimeoutObserver` runs, one per operation.
-// @unchecked Sendable: `timers` is only touched while holding `lock`.
-private final class TimerTable: @unchecked Sendable {
-    private let lock = NSLock()
-    private var timers: [ObjectIdentifier: any DispatchSourceTimer] = [:]
+private struct TimerTable: Sendable {
+    private let timers = Locked<[ObjectIdentifier: any DispatchSourceTimer]>.make([:])
 
     func insert(_ timer: any DispatchSourceTimer, for operation: AsyncOperation) {
-        lock.lock()
-        defer { lock.unlock() }
-        timers[ObjectIdentifier(operation)] = timer
+        timers.withLock { $0[ObjectIdentifier(operation)] = timer }
     }
 
     func remove(for operation: AsyncOperation) -> (any DispatchSourceTimer)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return timers.removeValue(forKey: ObjectIdentifier(operation))
+        timers.withLock { $0.removeValue(forKey: ObjectIdentifier(operation)) }
     }
 }

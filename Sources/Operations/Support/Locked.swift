@@ -12,25 +12,26 @@ typealias PlatformMutex = os_unfair_lock
 typealias PlatformMutex = pthread_mutex_t
 #endif
 
-/// A value that can only be reached while holding its lock.
+/// A value that can only be reached while holding its lock: the one lock type of this package
+/// (`package`, so the Conditions and Observers modules use it too).
 ///
 /// The value and the mutex live in one allocation, so the mutex never moves. Never call user code
 /// (blocks, observers, conditions) inside `withLock`: collect what must be called, return it, and
 /// call it after the lock is released.
 // @unchecked Sendable: the value is only reachable through `withLock`, which holds the mutex.
-struct Locked<Value>: @unchecked Sendable {
+package struct Locked<Value>: @unchecked Sendable {
     private let storage: LockStorage<Value>
 
     private init(storage: LockStorage<Value>) {
         self.storage = storage
     }
 
-    static func make(_ value: Value) -> Locked<Value> {
+    package static func make(_ value: Value) -> Locked<Value> {
         Locked(storage: LockStorage.make(value))
     }
 
     @inline(__always)
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try storage.withLock(body)
     }
 }
