@@ -14,13 +14,14 @@ public struct ExclusiveCategory: OperationCondition {
     /// Creates the condition for the category named `category`.
     public init(_ category: String) {
         self.category = category
+        self.mutuallyExclusiveCategories = [category]
     }
 
     /// "ExclusiveCategory(name)".
     public var name: String { "ExclusiveCategory(\(category))" }
 
-    /// The single category, `category`.
-    public var mutuallyExclusiveCategories: Set<String> { [category] }
+    /// The single category, `category` (built once: the queue reads it for every operation).
+    public let mutuallyExclusiveCategories: Set<String>
 
     /// Always satisfied: the exclusion itself is the condition's effect.
     public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {

@@ -23,10 +23,24 @@ public struct MutuallyExclusive<Category>: OperationCondition {
     public var name: String { "MutuallyExclusive<\(String(describing: Category.self))>" }
 
     /// The single category, named after `Category` (its full type name).
-    public var mutuallyExclusiveCategories: Set<String> { [String(reflecting: Category.self)] }
+    public var mutuallyExclusiveCategories: Set<String> { CategoryNames.categories(of: Category.self) }
 
     /// Always satisfied: the exclusion itself is the condition's effect.
     public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         completion(.satisfied)
+    }
+}
+
+/// The category set of each `MutuallyExclusive` type, built once: spelling out a type's name is
+/// slow, and the queue asks for it for every operation.
+private enum CategoryNames {
+    private static let cache = Locked<[ObjectIdentifier: Set<String>]>.make([:])
+
+    static func categories(of type: Any.Type) -> Set<String> {
+        let key = ObjectIdentifier(type)
+        if let known = cache.withLock({ $0[key] }) { return known }
+        let categories: Set<String> = [String(reflecting: type)]
+        cache.withLock { $0[key] = categories }
+        return categories
     }
 }

@@ -109,13 +109,19 @@ extension AsyncOperation {
     /// The distinct categories of `conditions`, sorted (the order is irrelevant to correctness).
     private static func categories(of conditions: [any OperationCondition]) -> [String] {
         var categories: [String] = []
+        var sources = 0
         for condition in conditions {
             let own = condition.mutuallyExclusiveCategories
             guard !own.isEmpty else { continue }
-            categories.append(contentsOf: own)
+            sources += 1
+            if sources == 1 && own.count == 1, let only = own.first {
+                categories = [only] // the common case: one exclusive condition, one category
+            } else {
+                categories.append(contentsOf: own)
+            }
         }
         guard categories.count > 1 else { return categories }
-        return Array(Set(categories)).sorted()
+        return sources == 1 ? categories.sorted() : Array(Set(categories)).sorted()
     }
 
     private func conditionsTimedOut(after timeout: TimeInterval) {
@@ -127,8 +133,18 @@ extension AsyncOperation {
         handle(lifecycle.withLock { $0.conditionsTimedOut(failures) }, timedOut: true)
     }
 
-    var isEvaluatingConditions: Bool {
-        lifecycle.withLock { $0.phase == .evaluatingConditions }
+    /// A condition released its completion handler: if it never answered, the operation fails.
+    func conditionWasDropped(index: Int, condition: any OperationCondition) {
+        guard lifecycle.withLock({ $0.isAwaitingAnswer(from: index) }) else { return }
+        let name = condition.name // user code: read outside the lock
+        let error = AsyncOperationError.conditionNeverAnswered(condition: name)
+        let action = lifecycle.withLock { state -> OperationLifecycle.ConditionAction? in
+            guard state.isAwaitingAnswer(from: index) else { return nil } // answered meanwhile (a timeout)
+            return state.conditionAnswered(index: index, result: .failed(error))
+        }
+        guard let action else { return }
+        OperationDiagnostics.report(.conditionNeverAnswered, self, "condition '\(name)' released its completion handler without calling it; the operation fails")
+        handle(action, timedOut: false)
     }
 
     func conditionAnswered(index: Int, result: ConditionResult) {
@@ -177,7 +193,7 @@ extension AsyncOperation {
             // back (with the same ticket, so the same place) when the queue resumes.
             lifecycle.withLock { $0.hasReservation = false }
             if hadReservation {
-                ExclusivityController.shared.withdraw(ticket: place.ticket, from: categories)
+                ExclusivityController.shared.withdraw(place: place, from: categories)
             }
             return
         }
@@ -217,41 +233,29 @@ extension AsyncOperation {
     }
 }
 
-/// The completion handler given to one condition: answers once, and notices being dropped.
+/// The completion handler given to one condition: passes the answer on, and notices being
+/// dropped unanswered.
 ///
-/// It holds its operation strongly until the condition answers (a weak reference would give every
-/// conditioned operation a side table and slow down all its reference counting).
+/// It needs no lock: the operation's lifecycle takes only the first answer for each condition,
+/// and `deinit` runs once nothing can call `deliver` any more. It holds its operation strongly (a
+/// weak reference would give every conditioned operation a side table and slow down all its
+/// reference counting); the operation lets go of its conditions when it finishes.
 final class ConditionAnswer: Sendable {
-    private struct Slot {
-        var operation: AsyncOperation?
-        var isAnswered = false
-    }
-
-    private let slot: Locked<Slot>
+    private let operation: AsyncOperation
     private let index: Int
     private let condition: any OperationCondition
 
     init(operation: AsyncOperation, index: Int, condition: any OperationCondition) {
-        self.slot = Locked.make(Slot(operation: operation))
+        self.operation = operation
         self.index = index
         self.condition = condition
     }
 
     func deliver(_ result: ConditionResult) {
-        let operation = slot.withLock { slot -> AsyncOperation? in
-            guard !slot.isAnswered else { return nil }
-            slot.isAnswered = true
-            defer { slot.operation = nil }
-            return slot.operation
-        }
-        operation?.conditionAnswered(index: index, result: result)
+        operation.conditionAnswered(index: index, result: result)
     }
 
     deinit {
-        let operation = slot.withLock { slot in slot.isAnswered ? nil : slot.operation }
-        guard let operation, operation.isEvaluatingConditions else { return }
-        let name = condition.name
-        OperationDiagnostics.report(.conditionNeverAnswered, operation, "condition '\(name)' released its completion handler without calling it; the operation fails")
-        operation.conditionAnswered(index: index, result: .failed(AsyncOperationError.conditionNeverAnswered(condition: name)))
+        operation.conditionWasDropped(index: index, condition: condition)
     }
 }
