@@ -37,6 +37,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var barrier: Operation?
         /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
         weak var group: GroupOperation?
+        /// `AsyncOperation`s admitted and not finished yet, held or handed off.
+        var unfinished = 0
+        /// Threads in `waitUntilAllOperationsAreFinished()`, woken when `unfinished` drops to 0.
+        var idleWaiters: [DispatchSemaphore] = []
     }
 
     /// The group whose children this queue runs, if any.
@@ -82,8 +86,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             super.addOperations(operations, waitUntilFinished: wait)
             return
         }
-        var batch: [Operation] = []
-        batch.reserveCapacity(operations.count)
+        var batch = Batch()
+        batch.operations.reserveCapacity(operations.count)
         let (delegate, barrier, group) = book.withLock { ($0.delegate, $0.barrier, $0.group) }
         for operation in operations {
             delegate?.operationQueue(self, willAdd: operation)
@@ -98,7 +102,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue; the second add was ignored")
             } else {
                 group?.childWasAdmitted(operation)
-                batch.append(operation)
+                batch.operations.append(operation)
             }
         }
         giveToFoundation(batch)
@@ -127,7 +131,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         book.withLock { $0.barrier = barrierOperation }
     }
 
-    private func admit(_ operation: AsyncOperation, batch: inout [Operation], group: GroupOperation?) {
+    /// Operations on their way to Foundation's queue, and how many of them are `AsyncOperation`s.
+    private struct Batch {
+        var operations: [Operation] = []
+        var asyncCount = 0
+    }
+
+    private func admit(_ operation: AsyncOperation, batch: inout Batch, group: GroupOperation?) {
         let ticket = Ticket.next()
         let lineRoot = group?.lifecycle.withLock { $0.linePlace.root } ?? 0
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
@@ -135,12 +145,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             OperationDiagnostics.report(kind, operation, message)
         case .handOffNow:
             group?.childWasAdmitted(operation)
-            batch.append(operation)
+            batch.operations.append(operation)
+            batch.asyncCount += 1
         case let .runPipeline(conditions):
             group?.childWasAdmitted(operation)
             giveToFoundation(batch) // keep Foundation's order the order of adding
-            batch.removeAll(keepingCapacity: true)
-            book.withLock { $0.held[ObjectIdentifier(operation)] = operation }
+            batch.operations.removeAll(keepingCapacity: true)
+            batch.asyncCount = 0
+            book.withLock { book in
+                book.held[ObjectIdentifier(operation)] = operation
+                book.unfinished += 1
+            }
             operation.runPipeline(conditions, addingDependenciesTo: self)
         }
     }
@@ -149,6 +164,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     func handOff(_ operation: AsyncOperation) {
         giveToFoundation([operation])
         _ = book.withLock { $0.held.removeValue(forKey: ObjectIdentifier(operation)) }
+    }
+
+    private func giveToFoundation(_ batch: Batch) {
+        guard !batch.operations.isEmpty else { return }
+        if batch.asyncCount > 0 {
+            book.withLock { $0.unfinished += batch.asyncCount } // before any of them can finish
+        }
+        giveToFoundation(batch.operations)
     }
 
     private func giveToFoundation(_ operations: [Operation]) {
@@ -166,11 +189,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
-        let (delegate, group) = book.withLock { book -> ((any AsyncOperationQueueDelegate)?, GroupOperation?) in
+        let (delegate, group, idleWaiters) = book.withLock { book in
             if !wasHandedOff {
                 book.held.removeValue(forKey: ObjectIdentifier(operation))
             }
-            return (book.delegate, book.group)
+            book.unfinished -= 1
+            var idleWaiters: [DispatchSemaphore] = []
+            if book.unfinished == 0 { swap(&idleWaiters, &book.idleWaiters) }
+            return (book.delegate, book.group, idleWaiters)
+        }
+        for waiter in idleWaiters {
+            waiter.signal()
         }
         delegate?.operationQueue(self, didFinish: operation, errors: errors)
         group?.recordChildFinished(operation, errors: errors)
@@ -271,14 +300,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Blocks until every operation on the queue, including those still waiting, has finished.
+    ///
+    /// It keeps no reference to the operations it waits for, so each is freed as it finishes.
     open override func waitUntilAllOperationsAreFinished() {
-        while true {
-            let remaining = allOperations
-            if remaining.isEmpty { return }
-            for operation in remaining {
-                operation.waitUntilFinished()
-            }
+        repeat {
+            waitUntilNoAsyncOperationIsUnfinished()
+            super.waitUntilAllOperationsAreFinished() // plain operations, and Foundation's last word
+        } while book.withLock({ $0.unfinished }) > 0
+    }
+
+    private func waitUntilNoAsyncOperationIsUnfinished() {
+        let waiter = book.withLock { book -> DispatchSemaphore? in
+            guard book.unfinished > 0 else { return nil }
+            let waiter = DispatchSemaphore(value: 0)
+            book.idleWaiters.append(waiter)
+            return waiter
         }
+        waiter?.wait()
     }
 }
 

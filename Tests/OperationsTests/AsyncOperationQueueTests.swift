@@ -587,6 +587,37 @@ import TestSupport
         #expect(allFinishedOnReturn.all == [true])
     }
 
+    @Test func waitUntilAllOperationsAreFinished_letsFinishedOperationsGo_whileItWaits() {
+        // Given a queue with two operations that execute until released
+        let firstGate = HeldCallback<(any Error)?>()
+        let secondGate = HeldCallback<(any Error)?>()
+        let queue = AsyncOperationQueue()
+        let firstReference = WeakBox<AsyncBlockOperation>()
+        do {
+            let first = AsyncBlockOperation { finish in firstGate.hold(finish) }
+            let second = AsyncBlockOperation { finish in secondGate.hold(finish) }
+            firstReference.object = first
+            queue.addOperations([first, second], waitUntilFinished: false)
+        }
+        #expect(firstGate.waitUntilHeld())
+        #expect(secondGate.waitUntilHeld())
+
+        // When another thread waits for the queue, and the first operation finishes meanwhile
+        let returned = Signal()
+        DispatchQueue.global().async {
+            queue.waitUntilAllOperationsAreFinished()
+            returned.signal()
+        }
+        #expect(!returned.wait(timeout: 0.1)) // gives the waiter time to start waiting
+        firstGate.call(nil)
+
+        // Then the first operation is freed while the wait goes on (the wait holds no references)
+        #expect(waitUntil { firstReference.object == nil })
+        #expect(!returned.wait(timeout: 0.1))
+        secondGate.call(nil)
+        #expect(returned.wait())
+    }
+
     @Test func cancelAllOperations_cancelsWaitingOperationsToo() {
         // Given an executing operation, an operation waiting for it, and one waiting for a condition
         let gate = HeldCallback<(any Error)?>()
