@@ -237,7 +237,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         #if canImport(Darwin)
         if remains.wasExecuting { didChangeValue(forKey: ObservedKey.isExecuting) }
         #endif
-        didChangeValue(forKey: ObservedKey.isFinished)
+        didChangeValue(forKey: ObservedKey.isFinished) // Foundation's queue lets go of it here
+        remains.queue?.operationDidLeave()
         for watcher in remains.watchers {
             DependencyWatcher.stop(watcher)
         }

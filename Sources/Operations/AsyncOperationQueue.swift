@@ -189,20 +189,28 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
-        let (delegate, group, idleWaiters) = book.withLock { book in
+        let (delegate, group) = book.withLock { book -> ((any AsyncOperationQueueDelegate)?, GroupOperation?) in
             if !wasHandedOff {
                 book.held.removeValue(forKey: ObjectIdentifier(operation))
             }
+            return (book.delegate, book.group)
+        }
+        delegate?.operationQueue(self, didFinish: operation, errors: errors)
+        group?.recordChildFinished(operation, errors: errors)
+    }
+
+    /// Called last when an operation finished, once Foundation has let go of it too: wakes
+    /// `waitUntilAllOperationsAreFinished()` when nothing is left.
+    func operationDidLeave() {
+        let idleWaiters = book.withLock { book -> [DispatchSemaphore] in
             book.unfinished -= 1
-            var idleWaiters: [DispatchSemaphore] = []
-            if book.unfinished == 0 { swap(&idleWaiters, &book.idleWaiters) }
-            return (book.delegate, book.group, idleWaiters)
+            guard book.unfinished == 0 else { return [] }
+            defer { book.idleWaiters = [] }
+            return book.idleWaiters
         }
         for waiter in idleWaiters {
             waiter.signal()
         }
-        delegate?.operationQueue(self, didFinish: operation, errors: errors)
-        group?.recordChildFinished(operation, errors: errors)
     }
 
     /// Parks `operation` if the queue is suspended; it carries on when the queue resumes. Also

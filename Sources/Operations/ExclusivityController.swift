@@ -122,7 +122,7 @@ struct ExclusivityState {
     mutating func withdraw(place: LinePlace, from names: [String]) -> [AsyncOperation] {
         var wasInLine = false
         for name in names {
-            if categories[name]?.line.remove(place: place) == true { wasInLine = true }
+            if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
         }
         return wasInLine ? grantWaiters(in: names) : []
     }
@@ -132,7 +132,7 @@ struct ExclusivityState {
     private mutating func acquireAlone(_ request: Request) -> Bool {
         withCategory(request.categories[0]) { category in
             if let position = category.line.position(of: request.place) {
-                category.line[position].isEligible = true
+                category.line.update(at: position) { $0.isEligible = true }
                 guard !category.isHeld, position == category.line.firstPosition else { return false }
                 category.line.removeFirst()
                 category.isHeld = true
@@ -186,7 +186,7 @@ struct ExclusivityState {
         for name in request.categories {
             withCategory(name) { category in
                 if let position = category.line.position(of: request.place) {
-                    if isEligible { category.line[position].isEligible = true }
+                    if isEligible { category.line.update(at: position) { $0.isEligible = true } }
                 } else {
                     let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: isEligible)
                     category.line.insert(waiter, place: request.place)

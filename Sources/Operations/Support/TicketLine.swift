@@ -15,14 +15,25 @@ struct LinePlace: Comparable, Hashable {
 /// A line of waiters kept in `LinePlace` order, cheap to pop from the front.
 ///
 /// Waiters almost always arrive in order, so insertion is usually an append; an operation whose
-/// conditions took longer is slotted in by binary search.
+/// conditions took longer is slotted in by binary search. Popping hands the waiter back and
+/// leaves an empty slot (compacted later), so the line never keeps a departed waiter alive: its
+/// last reference goes wherever the caller takes it, outside any lock.
 struct TicketLine<Element> {
-    private var storage: [(place: LinePlace, element: Element)] = []
+    private struct Slot {
+        var place: LinePlace
+        var element: Element?
+    }
+
+    private var storage: [Slot] = []
     private var head = 0
 
     var isEmpty: Bool { head == storage.count }
     var count: Int { storage.count - head }
-    var first: (place: LinePlace, element: Element)? { isEmpty ? nil : storage[head] }
+
+    var first: (place: LinePlace, element: Element)? {
+        guard !isEmpty, let element = storage[head].element else { return nil }
+        return (storage[head].place, element)
+    }
 
     /// The position of the waiter at `place`, if it is in line. Positions stay valid until the
     /// line next changes; the first waiter's position is `firstPosition`.
@@ -33,36 +44,38 @@ struct TicketLine<Element> {
 
     var firstPosition: Int { head }
 
-    /// The waiter at `position` (from `position(of:)`).
-    subscript(position: Int) -> Element {
-        get { storage[position].element }
-        set { storage[position].element = newValue }
+    /// Changes the waiter at `position` (from `position(of:)`) in place.
+    mutating func update(at position: Int, _ change: (inout Element) -> Void) {
+        change(&storage[position].element!)
     }
 
     mutating func insert(_ element: Element, place: LinePlace) {
         if isEmpty || storage[storage.count - 1].place < place {
-            storage.append((place, element))
+            storage.append(Slot(place: place, element: element))
         } else {
-            storage.insert((place, element), at: insertionIndex(for: place))
+            storage.insert(Slot(place: place, element: element), at: insertionIndex(for: place))
         }
     }
 
-    mutating func removeFirst() {
+    /// Takes the first waiter out of line and returns it.
+    @discardableResult
+    mutating func removeFirst() -> Element {
         precondition(!isEmpty, "removeFirst() on an empty line")
+        var departed: Element?
+        swap(&departed, &storage[head].element)
         head += 1
         compactIfWasteful()
+        return departed!
     }
 
-    /// Removes the waiter at `place`; `false` if there is none.
+    /// Takes the waiter at `place` out of line and returns it; `nil` if there is none.
     @discardableResult
-    mutating func remove(place: LinePlace) -> Bool {
-        guard let index = position(of: place) else { return false }
+    mutating func remove(place: LinePlace) -> Element? {
+        guard let index = position(of: place) else { return nil }
         if index == head {
-            removeFirst()
-        } else {
-            storage.remove(at: index)
+            return removeFirst()
         }
-        return true
+        return storage.remove(at: index).element
     }
 
     private func insertionIndex(for place: LinePlace) -> Int {
@@ -80,7 +93,7 @@ struct TicketLine<Element> {
             storage.removeAll(keepingCapacity: true)
             head = 0
         } else if head >= 64 && head * 2 >= storage.count {
-            storage.removeFirst(head)
+            storage.removeFirst(head) // empty slots only
             head = 0
         }
     }

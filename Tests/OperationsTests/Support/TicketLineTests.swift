@@ -1,0 +1,69 @@
+@testable import Operations
+import Testing
+
+// The line each mutually exclusive category keeps its waiters in.
+
+@Suite struct TicketLineTests {
+    private final class Waiter {}
+
+    private func place(_ ticket: UInt64) -> LinePlace {
+        LinePlace(root: ticket, ticket: ticket)
+    }
+
+    @Test func waitersLeaveInPlaceOrder_whateverOrderTheyArrivedIn() {
+        var line = TicketLine<UInt64>()
+        for ticket: UInt64 in [3, 1, 4, 2, 5] {
+            line.insert(ticket, place: place(ticket))
+        }
+        var departed: [UInt64] = []
+        while !line.isEmpty {
+            departed.append(line.removeFirst())
+        }
+        #expect(departed == [1, 2, 3, 4, 5])
+    }
+
+    @Test func removingByPlace_takesOutThatWaiterOnly() {
+        var line = TicketLine<UInt64>()
+        for ticket: UInt64 in 1...4 {
+            line.insert(ticket, place: place(ticket))
+        }
+        #expect(line.remove(place: place(3)) == 3)
+        #expect(line.remove(place: place(3)) == nil)
+        #expect(line.remove(place: place(1)) == 1)
+        #expect(line.first?.element == 2)
+        #expect(line.count == 2)
+    }
+
+    @Test func aDepartedWaiter_isNotKeptAlive_byTheLine() {
+        // Given a long line (long enough that popping does not compact it at once)
+        var line = TicketLine<Waiter>()
+        weak var departed: Waiter?
+        do {
+            let first = Waiter()
+            departed = first
+            line.insert(first, place: place(1))
+        }
+        for ticket: UInt64 in 2...200 {
+            line.insert(Waiter(), place: place(ticket))
+        }
+
+        // When the first waiter leaves and the caller lets go of it
+        _ = line.removeFirst()
+
+        // Then nothing holds it any more, though others still wait
+        #expect(departed == nil)
+        #expect(line.count == 199)
+    }
+
+    @Test func positions_findAndUpdateAWaiterInPlace() throws {
+        var line = TicketLine<Int>()
+        for ticket: UInt64 in 1...3 {
+            line.insert(Int(ticket), place: place(ticket))
+        }
+        let position = try #require(line.position(of: place(2)))
+        line.update(at: position) { $0 *= 10 }
+        #expect(line.remove(place: place(2)) == 20)
+        #expect(line.position(of: place(7)) == nil)
+        #expect(line.position(of: place(1)) == line.firstPosition)
+    }
+}
