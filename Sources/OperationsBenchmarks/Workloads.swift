@@ -5,6 +5,21 @@ import Operations
 
 /// The workloads W1 to W6 of the benchmark, for this framework and for the references.
 enum Workloads {
+    /// Every workload at its full size, by name, for `--profile NAME`.
+    static let profiled: [String: @Sendable () -> String?] = [
+        "w1-dispatch": { dispatchBlocks(100_000) },
+        "w1-foundation": { foundationBlocks(100_000) },
+        "w1-ours": { asyncBlocks(100_000) },
+        "w2-reference": { serialQueues(20_000, categories: 8) },
+        "w2-floor": { foundationBlocks(20_000) },
+        "w2-ours": { exclusiveOperations(20_000, categories: 8) },
+        "w3-reference": { foundationBatch(10_000) },
+        "w3-ours": { group(10_000) },
+        "w4-chain": { asyncChain(10_000) },
+        "w5-ours": { observedOperations(20_000) },
+        "w6-ours": { conditionedOperations(20_000) },
+    ]
+
     // MARK: W1: trivial block operations
 
     static func foundationBlocks(_ count: Int) -> String? {

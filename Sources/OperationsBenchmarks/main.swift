@@ -24,6 +24,23 @@ if let index = arguments.firstIndex(of: "--memory-probe"), index + 1 < arguments
     exit(0)
 }
 
+if let index = arguments.firstIndex(of: "--profile"), index + 1 < arguments.count {
+    // Profiling mode: run one workload untimed, `--iterations N` times (default 20), so that a
+    // profiler (perf, valgrind --tool=callgrind) sees nothing else.
+    let iterations = arguments.firstIndex(of: "--iterations").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil } ?? 20
+    guard let workload = Workloads.profiled[arguments[index + 1]] else {
+        print("unknown workload '\(arguments[index + 1])'; one of: \(Workloads.profiled.keys.sorted().joined(separator: ", "))")
+        exit(2)
+    }
+    for _ in 0..<iterations {
+        if let problem = workload() {
+            print("WRONG: \(problem)")
+            exit(1)
+        }
+    }
+    exit(0)
+}
+
 func ratio(_ ours: Measurement, _ reference: Measurement) -> String {
     String(format: "%.2f x", ours.median / reference.median)
 }
@@ -105,8 +122,19 @@ if shouldRun("MEMORY") {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
-    if let foundationMemory = probeMemory("foundation"), let ourMemory = probeMemory("async") {
-        print(String(format: "  Foundation %.1f MB, ours %.1f MB", foundationMemory, ourMemory))
+    // The peak depends on how far the adding thread gets ahead of the workers, which varies a lot
+    // from run to run: take the median of `repetitions` probes of each, alternating.
+    var foundationPeaks: [Double] = []
+    var ourPeaks: [Double] = []
+    for _ in 0..<repetitions {
+        if let peak = probeMemory("foundation") { foundationPeaks.append(peak) }
+        if let peak = probeMemory("async") { ourPeaks.append(peak) }
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    if foundationPeaks.count == repetitions, ourPeaks.count == repetitions {
+        let (foundationMemory, ourMemory) = (median(foundationPeaks), median(ourPeaks))
+        let all = { (peaks: [Double]) in peaks.map { String(format: "%.1f", $0) }.joined(separator: ", ") }
+        print("  Foundation \(String(format: "%.1f", foundationMemory)) MB (\(all(foundationPeaks))), ours \(String(format: "%.1f", ourMemory)) MB (\(all(ourPeaks)))")
         rows.append(("W1 peak memory vs Foundation", String(format: "%.2f x", ourMemory / foundationMemory), "<= 1.50 x"))
     } else {
         failures.append("memory probe failed")
