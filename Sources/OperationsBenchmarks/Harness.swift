@@ -23,17 +23,35 @@ enum Harness {
     /// Runs `body` once to warm up (thread pool, allocator; its time is discarded, its
     /// correctness is not) when more than one repetition is asked for, then `repetitions` times.
     static func measure(_ label: String, repetitions: Int, _ body: () -> Run) -> Measurement {
-        var runs: [Run] = []
-        if repetitions > 1, let problem = body().problem {
-            runs.append(Run(seconds: 0, problem: "warm-up: \(problem)"))
+        withoutActuallyEscaping(body) { compare([(label, $0)], repetitions: repetitions)[0] }
+    }
+
+    /// Measures workloads that are compared with one another, interleaved: each warms up once,
+    /// then every round runs each of them once. On a shared machine a burst of outside load
+    /// then slows all of them in the same round instead of only the one that happened to run.
+    static func compare(_ workloads: [(label: String, body: () -> Run)], repetitions: Int) -> [Measurement] {
+        var runs = Array(repeating: [Run](), count: workloads.count)
+        if repetitions > 1 {
+            for (index, workload) in workloads.enumerated() {
+                if let problem = workload.body().problem {
+                    runs[index].append(Run(seconds: 0, problem: "warm-up: \(problem)"))
+                }
+            }
         }
         for _ in 0..<repetitions {
-            runs.append(body())
+            for (index, workload) in workloads.enumerated() {
+                runs[index].append(workload.body())
+            }
         }
-        let measurement = Measurement(label: label, runs: runs)
+        let measurements = zip(workloads, runs).map { Measurement(label: $0.label, runs: $1) }
+        measurements.forEach(report)
+        return measurements
+    }
+
+    private static func report(_ measurement: Measurement) {
         let status = measurement.problems.isEmpty ? "ok" : "WRONG: \(measurement.problems[0])"
-        print("  \(label.padding(toLength: 58, withPad: " ", startingAt: 0)) \(format(measurement.median)) s  (\(status))")
-        return measurement
+        let each = measurement.runs.filter { $0.seconds > 0 }.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")
+        print("  \(measurement.label.padding(toLength: 58, withPad: " ", startingAt: 0)) \(format(measurement.median)) s  (\(status); runs: \(each))")
     }
 
     /// Times `body`, which returns a description of anything that went wrong (nil if correct).

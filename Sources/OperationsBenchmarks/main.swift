@@ -58,18 +58,24 @@ print("Operations benchmarks: medians of \(repetitions) after a warm-up run, sec
 
 if shouldRun("W1") {
     print("W1: \(100_000 / scale) trivial block operations")
-    let w1Dispatch = Harness.measure("Dispatch concurrent queue (reference)", repetitions: repetitions) { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }
-    let w1Foundation = Harness.measure("Foundation BlockOperation on OperationQueue (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(100_000 / scale) } }
-    let w1Ours = Harness.measure("AsyncBlockOperation on AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(100_000 / scale) } }
+    let measured = Harness.compare([
+        ("Dispatch concurrent queue (reference)", { Harness.time { Workloads.dispatchBlocks(100_000 / scale) } }),
+        ("Foundation BlockOperation on OperationQueue (reference)", { Harness.time { Workloads.foundationBlocks(100_000 / scale) } }),
+        ("AsyncBlockOperation on AsyncOperationQueue", { Harness.time { Workloads.asyncBlocks(100_000 / scale) } }),
+    ], repetitions: repetitions)
+    let (w1Dispatch, w1Foundation, w1Ours) = (measured[0], measured[1], measured[2])
     record([w1Dispatch, w1Foundation, w1Ours])
     rows.append(("W1 vs Foundation BlockOperation", ratio(w1Ours, w1Foundation), "<= 1.40 x"))
 }
 
 if shouldRun("W2") {
     print("\nW2: \(20_000 / scale) operations, mutual exclusion over 8 categories")
-    let w2Reference = Harness.measure("8 serial OperationQueues (reference)", repetitions: repetitions) { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }
-    let w2Floor = Harness.measure("one Foundation OperationQueue, no exclusion (floor)", repetitions: repetitions) { Harness.time { Workloads.foundationBlocks(20_000 / scale) } }
-    let w2Ours = Harness.measure("ExclusiveCategory on one AsyncOperationQueue", repetitions: repetitions) { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }
+    let measured = Harness.compare([
+        ("8 serial OperationQueues (reference)", { Harness.time { Workloads.serialQueues(20_000 / scale, categories: 8) } }),
+        ("one Foundation OperationQueue, no exclusion (floor)", { Harness.time { Workloads.foundationBlocks(20_000 / scale) } }),
+        ("ExclusiveCategory on one AsyncOperationQueue", { Harness.time { Workloads.exclusiveOperations(20_000 / scale, categories: 8) } }),
+    ], repetitions: repetitions)
+    let (w2Reference, w2Floor, w2Ours) = (measured[0], measured[1], measured[2])
     record([w2Reference, w2Floor, w2Ours])
     rows.append(("W2 vs 8 serial queues", ratio(w2Ours, w2Reference), "<= 2.00 x"))
     rows.append(("W2 floor: Foundation's own queue vs 8 serial", ratio(w2Floor, w2Reference), "(the cost of one Foundation queue)"))
@@ -78,17 +84,23 @@ if shouldRun("W2") {
 
 if shouldRun("W3") {
     print("\nW3: a group of \(10_000 / scale) children")
-    let w3Reference = Harness.measure("Foundation addOperations(waitUntilFinished:) (reference)", repetitions: repetitions) { Harness.time { Workloads.foundationBatch(10_000 / scale) } }
-    let w3Ours = Harness.measure("GroupOperation on an AsyncOperationQueue, waited for", repetitions: repetitions) { Harness.time { Workloads.group(10_000 / scale) } }
+    let measured = Harness.compare([
+        ("Foundation addOperations(waitUntilFinished:) (reference)", { Harness.time { Workloads.foundationBatch(10_000 / scale) } }),
+        ("GroupOperation on an AsyncOperationQueue, waited for", { Harness.time { Workloads.group(10_000 / scale) } }),
+    ], repetitions: repetitions)
+    let (w3Reference, w3Ours) = (measured[0], measured[1])
     record([w3Reference, w3Ours])
     rows.append(("W3 vs Foundation addOperations-and-wait", ratio(w3Ours, w3Reference), "<= 2.00 x"))
 }
 
 if shouldRun("W4") {
     print("\nW4: chains of dependent operations")
-    let w4Independent = Harness.measure("\(10_000 / scale) independent operations (our own baseline)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(10_000 / scale) } }
-    let w4Chain10k = Harness.measure("chain of \(10_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(10_000 / scale) } }
-    let w4Chain100k = Harness.measure("chain of \(100_000 / scale)", repetitions: repetitions) { Harness.time { Workloads.asyncChain(100_000 / scale) } }
+    let measured = Harness.compare([
+        ("\(10_000 / scale) independent operations (our own baseline)", { Harness.time { Workloads.asyncBlocks(10_000 / scale) } }),
+        ("chain of \(10_000 / scale)", { Harness.time { Workloads.asyncChain(10_000 / scale) } }),
+        ("chain of \(100_000 / scale)", { Harness.time { Workloads.asyncChain(100_000 / scale) } }),
+    ], repetitions: repetitions)
+    let (w4Independent, w4Chain10k, w4Chain100k) = (measured[0], measured[1], measured[2])
     let w4Foundation = Harness.measure("Foundation chain of \(10_000 / scale) (reference, 1 run)", repetitions: 1) { Harness.time { Workloads.foundationChain(10_000 / scale) } }
     record([w4Independent, w4Chain10k, w4Chain100k, w4Foundation])
     rows.append(("W4 chain 10k vs 10k independent", ratio(w4Chain10k, w4Independent), "<= 5.00 x"))
@@ -101,9 +113,12 @@ if shouldRun("W4") {
 
 if shouldRun("W5") || shouldRun("W6") {
     print("\nW5 and W6: \(20_000 / scale) operations")
-    let w56Baseline = Harness.measure("plain (our own W1 at this count)", repetitions: repetitions) { Harness.time { Workloads.asyncBlocks(20_000 / scale) } }
-    let w5 = Harness.measure("3 observers each", repetitions: repetitions) { Harness.time { Workloads.observedOperations(20_000 / scale) } }
-    let w6 = Harness.measure("2 satisfied conditions each", repetitions: repetitions) { Harness.time { Workloads.conditionedOperations(20_000 / scale) } }
+    let measured = Harness.compare([
+        ("plain (our own W1 at this count)", { Harness.time { Workloads.asyncBlocks(20_000 / scale) } }),
+        ("3 observers each", { Harness.time { Workloads.observedOperations(20_000 / scale) } }),
+        ("2 satisfied conditions each", { Harness.time { Workloads.conditionedOperations(20_000 / scale) } }),
+    ], repetitions: repetitions)
+    let (w56Baseline, w5, w6) = (measured[0], measured[1], measured[2])
     record([w56Baseline, w5, w6])
     rows.append(("W5 vs our W1 at the same count", ratio(w5, w56Baseline), "<= 2.00 x"))
     rows.append(("W6 vs our W1 at the same count", ratio(w6, w56Baseline), "<= 2.00 x"))
