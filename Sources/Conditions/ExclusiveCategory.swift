@@ -7,7 +7,7 @@ import Operations
 /// ```swift
 /// upload.addCondition(ExclusiveCategory("network.upload"))
 /// ```
-public struct ExclusiveCategory: OperationCondition {
+public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
     /// The category's name.
     public let category: String
 

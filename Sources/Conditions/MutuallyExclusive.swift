@@ -15,7 +15,7 @@ import Operations
 /// migrate.addCondition(MutuallyExclusive<Database>())
 /// backup.addCondition(MutuallyExclusive<Database>())   // never runs alongside `migrate`
 /// ```
-public struct MutuallyExclusive<Category>: OperationCondition {
+public struct MutuallyExclusive<Category>: OperationCondition, SatisfiedByConstruction {
     /// Creates the condition for the category named after `Category`.
     public init() {}
 

@@ -75,16 +75,20 @@ extension AsyncOperation {
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return
         }
-        let dispatched = lifecycle.withLock { state -> Bool in
-            guard state.dispatchConditions() else { return false }
+        let dispatch = lifecycle.withLock { state -> OperationLifecycle.ConditionAction? in
+            guard state.dispatchConditions() else { return nil }
             if !categories.isEmpty {
                 if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
                 state.categories = categories
             }
-            return true
+            return state.answerConditionsSatisfiedByConstruction()
         }
-        guard dispatched else { return }
-        for (index, condition) in conditions.enumerated() {
+        guard let dispatch else { return }
+        guard case .none = dispatch else {
+            handle(dispatch, timedOut: false) // nothing left to evaluate
+            return
+        }
+        for (index, condition) in conditions.enumerated() where !(condition is any SatisfiedByConstruction) {
             let answer = ConditionAnswer(operation: self, index: index, condition: condition)
             condition.evaluate(for: self) { result in
                 answer.deliver(result)

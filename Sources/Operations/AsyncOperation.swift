@@ -26,7 +26,7 @@ import Foundation
 /// after the operation has finished.
 // @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock.
 open class AsyncOperation: Operation, @unchecked Sendable {
-    let lifecycle = Locked<OperationLifecycle>.make(OperationLifecycle())
+    let lifecycle = Locked<OperationLifecycle>.make { OperationLifecycle() }
 
     /// Creates an operation in the initialized state.
     public override init() {

@@ -56,3 +56,9 @@ extension OperationCondition {
     /// No dependency.
     public func dependency(for operation: AsyncOperation) -> Foundation.Operation? { nil }
 }
+
+/// A condition of this package that is satisfied by construction: its `evaluate` answers
+/// `.satisfied` at once, and it exists for its mutually exclusive categories (or its dependency).
+/// The queue answers it without calling `evaluate`, saving the completion handler's allocations
+/// on the hot path of every exclusive operation.
+package protocol SatisfiedByConstruction: OperationCondition {}

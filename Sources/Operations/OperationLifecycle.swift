@@ -223,6 +223,18 @@ struct OperationLifecycle {
         return conditionsSettledAction()
     }
 
+    /// Answers the conditions that are satisfied by construction without evaluating them;
+    /// `.passed` if that settles all of them.
+    mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
+        guard phase == .evaluatingConditions else { return .none }
+        for index in conditions.indices where conditions[index] is any SatisfiedByConstruction {
+            guard index < conditionEvaluation.awaiting.count, conditionEvaluation.awaiting[index] else { continue }
+            conditionEvaluation.awaiting[index] = false
+            conditionEvaluation.pendingCount -= 1
+        }
+        return conditionsSettledAction()
+    }
+
     /// Whether the condition at `index` has yet to answer.
     func isAwaitingAnswer(from index: Int) -> Bool {
         phase == .evaluatingConditions && index < conditionEvaluation.awaiting.count && conditionEvaluation.awaiting[index]
@@ -481,8 +493,6 @@ struct OperationLifecycle {
     mutating func completeFinish() -> Remains {
         let wasExecuting = isExecutingForFoundation
         phase = .finished
-        var released: [AnyObject] = dependencies
-        released.reserveCapacity(dependencies.count + 2)
         let remains = Remains(
             wasExecuting: wasExecuting,
             wasHandedOff: wasHandedOff,
@@ -490,8 +500,8 @@ struct OperationLifecycle {
             categoriesToWithdraw: withdrawsFromCategories && !holdsCategories ? categories : [],
             linePlace: linePlace,
             dependents: dependents,
-            released: released,
-            watchers: Array(dependencyWatchers.values),
+            released: dependencies,
+            watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
             queue: queue,
             errors: errors
         )
@@ -505,7 +515,6 @@ struct OperationLifecycle {
         dependents = []
         conditions = []
         observers = []
-        released.removeAll()
         return remains
     }
 }

@@ -307,6 +307,26 @@ import TestSupport
         #expect(observer.finishedErrors.all.map(labels) == [["first", "second"]])
     }
 
+    @Test func conditionsSatisfiedByConstruction_areAnsweredWithoutBeingEvaluated() {
+        // Given an operation with a condition satisfied by construction (as the package's
+        // exclusivity conditions are) beside one that must be evaluated, and another with only it
+        let evaluated = Counter()
+        let executed = Counter()
+        let mixed = AsyncBlockOperation { executed.increment() }
+        mixed.addCondition(CountingCategoryCondition(category: uniqueName("byConstruction"), evaluated: evaluated))
+        mixed.addCondition(StubCondition.satisfied())
+        let alone = AsyncBlockOperation { executed.increment() }
+        alone.addCondition(CountingCategoryCondition(category: uniqueName("byConstruction"), evaluated: evaluated))
+
+        // When they are added
+        AsyncOperationQueue().addOperations([mixed, alone], waitUntilFinished: true)
+
+        // Then both execute, and the queue never called that condition's evaluate
+        #expect(executed.current == 2)
+        #expect(evaluated.current == 0)
+        #expect(mixed.errors.isEmpty && alone.errors.isEmpty)
+    }
+
     @Test func conditionsAnsweringLaterFromAnotherThread_areAwaited() {
         // Given an operation with two conditions that answer when the test says
         let log = Recorder<String>()
@@ -1128,5 +1148,18 @@ private final class ReferenceCondition: OperationCondition {
 
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         answer(completion)
+    }
+}
+
+/// A category condition the queue answers by itself; counts any call to `evaluate` it gets anyway.
+private struct CountingCategoryCondition: SatisfiedByConstruction {
+    let category: String
+    let evaluated: Counter
+
+    var mutuallyExclusiveCategories: Set<String> { [category] }
+
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        evaluated.increment()
+        completion(.satisfied)
     }
 }

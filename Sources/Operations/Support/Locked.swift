@@ -27,7 +27,12 @@ package struct Locked<Value>: @unchecked Sendable {
     }
 
     package static func make(_ value: Value) -> Locked<Value> {
-        Locked(storage: LockStorage.make(value))
+        Locked(storage: LockStorage.make { value })
+    }
+
+    /// Builds the value in place: no copy of a large value (an operation's whole lifecycle).
+    package static func make(building build: () -> Value) -> Locked<Value> {
+        Locked(storage: LockStorage.make(build))
     }
 
     @inline(__always)
@@ -38,8 +43,8 @@ package struct Locked<Value>: @unchecked Sendable {
 
 /// The allocation behind `Locked`: the value and its mutex side by side.
 final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
-    static func make(_ value: Value) -> LockStorage<Value> {
-        let buffer = create(minimumCapacity: 1) { _ in value }
+    static func make(_ build: () -> Value) -> LockStorage<Value> {
+        let buffer = create(minimumCapacity: 1) { _ in build() }
         let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { mutex in
             #if canImport(Darwin)
