@@ -77,7 +77,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Adding an operation that is already on a queue, or has finished, is reported as a
     /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
     open override func addOperation(_ operation: Operation) {
-        addOperations([operation], waitUntilFinished: false)
+        if ThreadWorkList.current.isForwardingToFoundation {
+            super.addOperation(operation)
+            return
+        }
+        var batch = Batch()
+        accept(operation, into: &batch, book.withLock(AddContext.init))
+        giveToFoundation(batch)
     }
 
     /// Adds operations in order and, if `wait` is true, blocks until all of them have finished.
@@ -88,22 +94,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch = Batch()
         batch.operations.reserveCapacity(operations.count)
-        let (delegate, barrier, group) = book.withLock { ($0.delegate, $0.barrier, $0.group) }
+        let context = book.withLock(AddContext.init)
         for operation in operations {
-            delegate?.operationQueue(self, willAdd: operation)
-            if let barrier, barrier !== operation {
-                operation.addDependency(barrier)
-            }
-            if let operation = operation as? AsyncOperation {
-                admit(operation, batch: &batch, group: group)
-            } else if operation.isFinished || operation.isExecuting {
-                OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
-            } else if !PlainOperationRegistry.register(operation, ticket: Ticket.next()) {
-                OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue; the second add was ignored")
-            } else {
-                group?.childWasAdmitted(operation)
-                batch.operations.append(operation)
-            }
+            accept(operation, into: &batch, context)
         }
         giveToFoundation(batch)
         if wait {
@@ -129,6 +122,38 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         barrierOperation.addObserver(BarrierRelease(queue: self))
         addOperation(barrierOperation)
         book.withLock { $0.barrier = barrierOperation }
+    }
+
+    /// What adding operations reads from the queue's book once per call.
+    private struct AddContext {
+        let delegate: (any AsyncOperationQueueDelegate)?
+        let barrier: Operation?
+        let group: GroupOperation?
+
+        init(_ book: inout Book) {
+            delegate = book.delegate
+            barrier = book.barrier
+            group = book.group
+        }
+    }
+
+    /// Admits one operation: an `AsyncOperation` into the scheduler (or `batch`, when it can run
+    /// at once), anything else into `batch` for Foundation.
+    private func accept(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
+        context.delegate?.operationQueue(self, willAdd: operation)
+        if let barrier = context.barrier, barrier !== operation {
+            operation.addDependency(barrier)
+        }
+        if let operation = operation as? AsyncOperation {
+            admit(operation, batch: &batch, group: context.group)
+        } else if operation.isFinished || operation.isExecuting {
+            OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
+        } else if !PlainOperationRegistry.register(operation, ticket: Ticket.next()) {
+            OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue; the second add was ignored")
+        } else {
+            context.group?.childWasAdmitted(operation)
+            batch.operations.append(operation)
+        }
     }
 
     /// Operations on their way to Foundation's queue, and how many of them are `AsyncOperation`s.

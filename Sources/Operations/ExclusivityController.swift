@@ -48,12 +48,42 @@ final class ExclusivityController: Sendable {
         state.withLock { $0.heldCategories }
     }
 
-    private func grant(_ granted: [AsyncOperation]) {
-        guard !granted.isEmpty else { return }
-        Trampoline.run {
-            for operation in granted {
-                operation.categoriesWereGranted()
+    private func grant(_ granted: Granted) {
+        switch granted {
+        case .none:
+            break
+        case let .one(operation):
+            Trampoline.run(with: operation) { $0.categoriesWereGranted() }
+        case let .several(operations):
+            Trampoline.run(with: operations) { operations in
+                for operation in operations {
+                    operation.categoriesWereGranted()
+                }
             }
+        }
+    }
+}
+
+/// The operations a release or a withdrawal let in, to be told outside the lock. One is the
+/// common case, and needs no array.
+enum Granted {
+    case none
+    case one(AsyncOperation)
+    case several([AsyncOperation])
+
+    init(_ operations: [AsyncOperation]) {
+        switch operations.count {
+        case 0: self = .none
+        case 1: self = .one(operations[0])
+        default: self = .several(operations)
+        }
+    }
+
+    var all: [AsyncOperation] {
+        switch self {
+        case .none: []
+        case let .one(operation): [operation]
+        case let .several(operations): operations
         }
     }
 }
@@ -109,22 +139,22 @@ struct ExclusivityState {
         return true
     }
 
-    mutating func release(_ names: [String]) -> [AsyncOperation] {
+    mutating func release(_ names: [String]) -> Granted {
         if names.count == 1 {
             return releaseAlone(names[0])
         }
         for name in names {
             categories[name]?.isHeld = false
         }
-        return grantWaiters(in: names)
+        return Granted(grantWaiters(in: names))
     }
 
-    mutating func withdraw(place: LinePlace, from names: [String]) -> [AsyncOperation] {
+    mutating func withdraw(place: LinePlace, from names: [String]) -> Granted {
         var wasInLine = false
         for name in names {
             if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
         }
-        return wasInLine ? grantWaiters(in: names) : []
+        return wasInLine ? Granted(grantWaiters(in: names)) : .none
     }
 
     // MARK: One category: a single lookup
@@ -148,7 +178,7 @@ struct ExclusivityState {
         }
     }
 
-    private mutating func releaseAlone(_ name: String) -> [AsyncOperation] {
+    private mutating func releaseAlone(_ name: String) -> Granted {
         var needsOtherCategories = false
         let granted = withCategory(name) { category -> AsyncOperation? in
             category.isHeld = false
@@ -162,9 +192,9 @@ struct ExclusivityState {
             return first.operation
         }
         if needsOtherCategories {
-            return grantWaiters(in: [name])
+            return Granted(grantWaiters(in: [name]))
         }
-        return granted.map { [$0] } ?? []
+        return granted.map(Granted.one) ?? .none
     }
 
     /// Runs `body` on the named category, creating it if needed and dropping it afterwards if it

@@ -27,9 +27,9 @@ import Testing
         _ = state.acquire(third)
         _ = state.acquire(second) // arrives late but was added earlier: goes ahead of 3
         let afterFirst = state.release(["a"])
-        #expect(afterFirst.map(ObjectIdentifier.init) == [ObjectIdentifier(second.operation)])
+        #expect(afterFirst.all.map(ObjectIdentifier.init) == [ObjectIdentifier(second.operation)])
         let afterSecond = state.release(["a"])
-        #expect(afterSecond.map(ObjectIdentifier.init) == [ObjectIdentifier(third.operation)])
+        #expect(afterSecond.all.map(ObjectIdentifier.init) == [ObjectIdentifier(third.operation)])
     }
 
     @Test func overlappingCategories_neverDeadlock() {
@@ -44,11 +44,11 @@ import Testing
         #expect(!needsCAGranted)
         // Releasing a and b lets 2 in (b, c); 3 waits for c, and gets it when 2 lets go.
         let afterHolder = state.release(["a", "b"])
-        #expect(afterHolder.map(ObjectIdentifier.init) == [ObjectIdentifier(needsB.operation)])
+        #expect(afterHolder.all.map(ObjectIdentifier.init) == [ObjectIdentifier(needsB.operation)])
         let afterNeedsB = state.release(["b", "c"])
-        #expect(afterNeedsB.map(ObjectIdentifier.init) == [ObjectIdentifier(needsCA.operation)])
+        #expect(afterNeedsB.all.map(ObjectIdentifier.init) == [ObjectIdentifier(needsCA.operation)])
         let afterNeedsCA = state.release(["c", "a"])
-        #expect(afterNeedsCA.isEmpty)
+        #expect(afterNeedsCA.all.isEmpty)
         #expect(state.heldCategories.isEmpty)
     }
 
@@ -60,7 +60,7 @@ import Testing
         let overtook = state.acquire(late)
         #expect(!overtook)                 // may not overtake it
         let afterWithdrawal = state.withdraw(place: LinePlace(root: 1, ticket: 1), from: ["a"])
-        #expect(afterWithdrawal.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
+        #expect(afterWithdrawal.all.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
     }
 
     @Test func groupChild_standsWhereItsGroupStands_aheadOfLaterOperations() {

@@ -14,13 +14,23 @@ import Musl
 /// while this thread is already inside it is queued and run by the outermost call in a loop.
 enum Trampoline {
     static func run(_ work: @escaping () -> Void) {
+        run(with: work) { $0() }
+    }
+
+    /// Runs `work(context)`; pass a closure that captures nothing, so that nothing is allocated
+    /// unless the call has to be queued.
+    static func run<Context>(with context: Context, _ work: @escaping (Context) -> Void) {
         let list = ThreadWorkList.current
         if list.isDraining {
-            list.pending.append(work)
+            list.pending.append { work(context) }
             return
         }
         list.isDraining = true
-        work()
+        work(context)
+        guard !list.pending.isEmpty else {
+            list.isDraining = false
+            return
+        }
         var index = 0
         while index < list.pending.count {
             let next = list.pending[index]
