@@ -10,16 +10,15 @@ extension AsyncOperation {
     /// operation.addCondition(MutuallyExclusive<Database>())
     /// ```
     public final func addCondition(_ condition: any OperationCondition) {
-        let accepted = lifecycle.withLock { state -> Bool in
-            guard state.phase <= .pending else { return false }
+        let (accepted, alreadyEnqueued) = lifecycle.withLock { state -> (Bool, Bool) in
+            guard state.phase <= .pending else { return (false, false) }
             state.conditions.append(condition)
-            return true
+            return (true, state.phase == .pending)
         }
         guard accepted else {
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
             return
         }
-        let alreadyEnqueued = lifecycle.withLock { $0.phase == .pending }
         if alreadyEnqueued, let dependency = condition.dependency(for: self) {
             addConditionDependency(dependency, to: lifecycle.withLock { $0.queue })
         }
@@ -88,7 +87,7 @@ extension AsyncOperation {
             handle(dispatch, timedOut: false) // nothing left to evaluate
             return
         }
-        for (index, condition) in conditions.enumerated() where !(condition is any SatisfiedByConstruction) {
+        for (index, condition) in conditions.enumerated() where !ConditionKinds.isSatisfiedByConstruction(condition) {
             let answer = ConditionAnswer(operation: self, index: index, condition: condition)
             condition.evaluate(for: self) { result in
                 answer.deliver(result)

@@ -227,7 +227,7 @@ struct OperationLifecycle {
     /// `.passed` if that settles all of them.
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
-        for index in conditions.indices where conditions[index] is any SatisfiedByConstruction {
+        for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
             guard index < conditionEvaluation.awaiting.count, conditionEvaluation.awaiting[index] else { continue }
             conditionEvaluation.awaiting[index] = false
             conditionEvaluation.pendingCount -= 1

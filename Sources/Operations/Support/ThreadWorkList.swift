@@ -68,11 +68,14 @@ enum DeferredRelease {
     }
 }
 
-/// Per-thread scratch state for `Trampoline` and `DeferredRelease`.
+/// Per-thread scratch state for `Trampoline`, `DeferredRelease` and `ConditionKinds`.
 final class ThreadWorkList {
     var isDraining = false
     var pending: [() -> Void] = []
     var isReleasing = false
+    /// The condition type `ConditionKinds` was last asked about on this thread, and its answer.
+    var lastConditionType: ObjectIdentifier?
+    var lastConditionTypeIsSatisfiedByConstruction = false
     var graveyard: [AnyObject] = []
     /// Set while an `AsyncOperationQueue` hands operations to Foundation's implementation, so
     /// that its overrides pass them straight through if Foundation calls back into them.
