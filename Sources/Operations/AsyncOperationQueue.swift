@@ -27,7 +27,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     struct Book {
         /// Operations added to this queue that Foundation has not been given yet.
-        var held: [ObjectIdentifier: AsyncOperation] = [:]
+        var held = HeldOperations()
         /// Operations whose conditions passed while the queue was suspended.
         var parked: [AsyncOperation] = []
         var isSuspended = false
@@ -178,7 +178,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.removeAll(keepingCapacity: true)
             batch.asyncCount = 0
             book.withLock { book in
-                book.held[ObjectIdentifier(operation)] = operation
+                book.held.insert(operation)
                 book.unfinished += 1
             }
             operation.runPipeline(conditions, addingDependenciesTo: self)
@@ -188,7 +188,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Gives an operation that is cleared to run to Foundation's queue.
     func handOff(_ operation: AsyncOperation) {
         giveToFoundation([operation])
-        _ = book.withLock { $0.held.removeValue(forKey: ObjectIdentifier(operation)) }
+        book.withLock { $0.held.remove(operation) }
     }
 
     private func giveToFoundation(_ batch: Batch) {
@@ -216,7 +216,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
         let (delegate, group) = book.withLock { book -> ((any AsyncOperationQueueDelegate)?, GroupOperation?) in
             if !wasHandedOff {
-                book.held.removeValue(forKey: ObjectIdentifier(operation))
+                book.held.remove(operation)
             }
             return (book.delegate, book.group)
         }
@@ -277,7 +277,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// declares `operations` in an extension, where Swift cannot override it, so there it lists
     /// only what Foundation's queue has been given: use `allOperations` for the whole picture.
     public var allOperations: [Operation] {
-        let waiting = book.withLock { Array($0.held.values) }
+        let waiting = book.withLock { $0.held.all }
         let running = super.operations
         guard !waiting.isEmpty else { return running }
         var seen = Set<ObjectIdentifier>()

@@ -1,0 +1,47 @@
+import Foundation
+@testable import Operations
+import Testing
+
+// The slots a queue holds its waiting operations in.
+
+@Suite struct HeldOperationsTests {
+    @Test func insertAndRemove_keepCountAndContents() {
+        var held = HeldOperations()
+        let operations = (0..<5).map { _ in AsyncBlockOperation {} }
+        operations.forEach { held.insert($0) }
+        held.insert(operations[0]) // twice: still once
+        #expect(held.count == 5)
+
+        held.remove(operations[1])
+        held.remove(operations[3])
+        held.remove(operations[3]) // twice: nothing more
+        #expect(held.count == 3)
+        #expect(Set(held.all.map(ObjectIdentifier.init)) == Set([0, 2, 4].map { ObjectIdentifier(operations[$0]) }))
+    }
+
+    @Test func freedSlots_areReused_andAnOperationNotHeldIsLeftAlone() {
+        var held = HeldOperations()
+        let first = AsyncBlockOperation {}
+        let second = AsyncBlockOperation {}
+        let stranger = AsyncBlockOperation {}
+        held.insert(first)
+        held.insert(second)
+        held.remove(first)
+        let third = AsyncBlockOperation {}
+        held.insert(third)
+        held.remove(stranger)
+        #expect(held.count == 2)
+        #expect(Set(held.all.map(ObjectIdentifier.init)) == [ObjectIdentifier(second), ObjectIdentifier(third)])
+    }
+
+    @Test func emptied_holdsNothing() {
+        var held = HeldOperations()
+        let operations = (0..<2_000).map { _ in AsyncBlockOperation {} }
+        operations.forEach { held.insert($0) }
+        operations.forEach { held.remove($0) }
+        #expect(held.isEmpty)
+        #expect(held.all.isEmpty)
+        held.insert(operations[7])
+        #expect(held.all.map(ObjectIdentifier.init) == [ObjectIdentifier(operations[7])])
+    }
+}
