@@ -83,8 +83,13 @@ extension AsyncOperation {
             return state.answerConditionsSatisfiedByConstruction()
         }
         guard let dispatch else { return }
+        if case let .passed(categories) = dispatch {
+            // Nothing left to evaluate; evaluation only began after a look at the suspension.
+            acquire(categories, suspensionJustChecked: true)
+            return
+        }
         guard case .none = dispatch else {
-            handle(dispatch, timedOut: false) // nothing left to evaluate
+            handle(dispatch, timedOut: false)
             return
         }
         for (index, condition) in conditions.enumerated() where !ConditionKinds.isSatisfiedByConstruction(condition) {
@@ -181,7 +186,9 @@ extension AsyncOperation {
         }
     }
 
-    private func acquire(_ categories: [String]) {
+    /// Asks for the categories once the conditions passed. `suspensionJustChecked`: the caller
+    /// looked at the queue's suspension a moment ago (conditions that all answered at once).
+    private func acquire(_ categories: [String], suspensionJustChecked: Bool = false) {
         guard !categories.isEmpty else {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
@@ -191,7 +198,7 @@ extension AsyncOperation {
             defer { state.hasReservation = true }
             return (state.queue, state.linePlace, state.hasReservation)
         }
-        if let queue, queue.parkIfSuspended(self).parked {
+        if !suspensionJustChecked, let queue, queue.parkIfSuspended(self).parked {
             // A suspended queue starts nothing: leave the line rather than hold it up, and come
             // back (with the same ticket, so the same place) when the queue resumes.
             lifecycle.withLock { $0.hasReservation = false }

@@ -181,8 +181,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             break
         case .reportDuplicate:
             OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
-        case let .deliver(observers, errors):
-            if isFinishHeldBack(action) { return }
+        case let .deliver(observers, errors, mayBeHeld):
+            if mayBeHeld, isFinishHeldBack(action) { return }
             for observer in observers {
                 observer.operationDidFinish(self, errors: errors)
             }

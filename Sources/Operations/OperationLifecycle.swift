@@ -427,7 +427,9 @@ struct OperationLifecycle {
     enum FinishAction {
         case none
         case reportDuplicate
-        case deliver(observers: [any OperationObserver], errors: [any Error])
+        /// `mayBeHeld`: the operation never executed and has not yet been offered to hold its
+        /// finish back (`AsyncOperation.holdsFinishWithoutExecuting()`).
+        case deliver(observers: [any OperationObserver], errors: [any Error], mayBeHeld: Bool)
         /// Handed to Foundation but not started: it finishes when started; its categories go back now.
         case releaseCategoriesEarly([String])
     }
@@ -458,7 +460,7 @@ struct OperationLifecycle {
             finishWaitsForNotifications = true
             return .none
         }
-        return .deliver(observers: observers, errors: errors)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: !executionBegan && !finishHoldOffered)
     }
 
     /// Gives up the categories of an operation that will not execute after all.
@@ -473,7 +475,7 @@ struct OperationLifecycle {
         notificationsInFlight -= 1
         guard notificationsInFlight == 0, finishWaitsForNotifications else { return .none }
         finishWaitsForNotifications = false
-        return .deliver(observers: observers, errors: errors)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: !executionBegan && !finishHoldOffered)
     }
 
     /// Everything a finished operation lets go of, to be released or told outside the lock.

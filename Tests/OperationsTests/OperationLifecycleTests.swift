@@ -69,7 +69,7 @@ private struct Condition: OperationCondition {
             return
         }
         #expect(state.phase == .finishing && state.errors.count == 1)
-        guard case .deliver(_, let errors) = state.notificationDelivered() else {
+        guard case .deliver(_, let errors, _) = state.notificationDelivered() else {
             Issue.record("the held-back finish must be delivered now")
             return
         }
