@@ -310,7 +310,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// waiting in the queue's scheduler. See `allOperations` for why this exists beside
     /// `operationCount`.
     public var allOperationCount: Int {
-        book.withLock { $0.held.count } + super.operationCount
+        let waiting = book.withLock { $0.held.all }
+        let running = super.operations
+        guard !waiting.isEmpty else { return running.count }
+        // An operation being handed off is briefly in both lists: count it once.
+        var seen = Set(waiting.map(ObjectIdentifier.init))
+        return waiting.count + running.reduce(0) { $0 + (seen.insert(ObjectIdentifier($1)).inserted ? 1 : 0) }
     }
 
     #if canImport(Darwin)
