@@ -88,10 +88,44 @@ struct OperationLifecycle {
 
     /// Book-keeping for one round of condition evaluation.
     struct ConditionEvaluation {
-        /// For each condition, whether its answer is still awaited.
-        var awaiting: [Bool] = []
-        var pendingCount = 0
+        /// Whose answers are still awaited: a bit per condition for the first 64 (no allocation
+        /// for the usual handful), flags beyond that.
+        private var firstAwaited: UInt64 = 0
+        private var laterAwaited: [Bool] = []
+        private var conditionCount = 0
+        private(set) var pendingCount = 0
         var failures: [any Error] = []
+
+        init() {}
+
+        /// Awaits the answers of `count` conditions.
+        init(awaiting count: Int) {
+            conditionCount = count
+            pendingCount = count
+            firstAwaited = count >= 64 ? .max : (1 << UInt64(count)) - 1
+            laterAwaited = count > 64 ? Array(repeating: true, count: count - 64) : []
+        }
+
+        func isAwaiting(_ index: Int) -> Bool {
+            guard index >= 0, index < conditionCount else { return false }
+            return index < 64 ? firstAwaited & (1 << UInt64(index)) != 0 : laterAwaited[index - 64]
+        }
+
+        /// Takes the answer of the condition at `index`; `false` if it was not awaited.
+        mutating func markAnswered(_ index: Int) -> Bool {
+            guard isAwaiting(index) else { return false }
+            if index < 64 {
+                firstAwaited &= ~(1 << UInt64(index))
+            } else {
+                laterAwaited[index - 64] = false
+            }
+            pendingCount -= 1
+            return true
+        }
+
+        var awaitedIndices: [Int] {
+            (0..<conditionCount).filter(isAwaiting)
+        }
     }
 
     // MARK: - Foundation-facing flags
@@ -178,11 +212,7 @@ struct OperationLifecycle {
             return .conditionsPassed(categories: [])
         }
         phase = .evaluatingConditions
-        conditionEvaluation = ConditionEvaluation(
-            awaiting: Array(repeating: true, count: conditions.count),
-            pendingCount: conditions.count,
-            failures: []
-        )
+        conditionEvaluation = ConditionEvaluation(awaiting: conditions.count)
         return .evaluateConditions(conditions, queue: queue)
     }
 
@@ -211,12 +241,7 @@ struct OperationLifecycle {
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
-        guard phase == .evaluatingConditions,
-              index < conditionEvaluation.awaiting.count,
-              conditionEvaluation.awaiting[index]
-        else { return .none }
-        conditionEvaluation.awaiting[index] = false
-        conditionEvaluation.pendingCount -= 1
+        guard phase == .evaluatingConditions, conditionEvaluation.markAnswered(index) else { return .none }
         if case let .failed(error) = result {
             conditionEvaluation.failures.append(error)
         }
@@ -228,32 +253,28 @@ struct OperationLifecycle {
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
         for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
-            guard index < conditionEvaluation.awaiting.count, conditionEvaluation.awaiting[index] else { continue }
-            conditionEvaluation.awaiting[index] = false
-            conditionEvaluation.pendingCount -= 1
+            _ = conditionEvaluation.markAnswered(index)
         }
         return conditionsSettledAction()
     }
 
     /// Whether the condition at `index` has yet to answer.
     func isAwaitingAnswer(from index: Int) -> Bool {
-        phase == .evaluatingConditions && index < conditionEvaluation.awaiting.count && conditionEvaluation.awaiting[index]
+        phase == .evaluatingConditions && conditionEvaluation.isAwaiting(index)
     }
 
     /// The conditions that have not answered yet (to name them in timeout errors).
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] {
         guard phase == .evaluatingConditions else { return [] }
-        return conditionEvaluation.awaiting.indices
-            .filter { conditionEvaluation.awaiting[$0] && $0 < conditions.count }
+        return conditionEvaluation.awaitedIndices
+            .filter { $0 < conditions.count }
             .map { ($0, conditions[$0]) }
     }
 
     /// Fails the conditions at `indices`, which did not answer in time, with `errors`.
     mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
-        for (index, error) in failures where index < conditionEvaluation.awaiting.count && conditionEvaluation.awaiting[index] {
-            conditionEvaluation.awaiting[index] = false
-            conditionEvaluation.pendingCount -= 1
+        for (index, error) in failures where conditionEvaluation.markAnswered(index) {
             conditionEvaluation.failures.append(error)
         }
         return conditionsSettledAction()

@@ -418,12 +418,17 @@ struct MutualExclusionTests {
         let timeline = Timeline()
         let x = uniqueName("X")
         let release = Signal()
+        let holderExecutes = Signal()
         let queue = makeQueue(maxConcurrent: 2)
-        let holder = timeline.operation("A", categories: [x]) { _ = release.wait() }
+        let holder = timeline.operation("A", categories: [x]) {
+            holderExecutes.signal()
+            _ = release.wait()
+        }
         let waiting = timeline.operation("B", categories: [x])
-        let holderWasExecuting = Recorder<Bool>()
+        let ranAlongsideHolder = Recorder<Bool>()
         let free = timeline.operation("C", categories: []) {
-            holderWasExecuting.append(holder.isExecuting && !holder.isFinished)
+            // Either may start first; C waits to see A executing in the other slot.
+            ranAlongsideHolder.append(holderExecutes.wait())
         }
 
         // When
@@ -431,7 +436,7 @@ struct MutualExclusionTests {
 
         // Then C takes the second slot while A executes: B is not sitting in it
         #expect(waitUntilFinished([free]))
-        #expect(holderWasExecuting.all == [true])
+        #expect(ranAlongsideHolder.all == [true])
         #expect(!timeline.didStart("B"))
         release.signal()
         #expect(waitUntilFinished([holder, waiting]))

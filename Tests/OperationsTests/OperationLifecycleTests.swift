@@ -16,6 +16,22 @@ private struct Condition: OperationCondition {
 @Suite struct OperationLifecycleTests {
     private let queue = AsyncOperationQueue()
 
+    @Test(arguments: [0, 1, 3, 63, 64, 65, 130])
+    func conditionEvaluation_takesEachAnswerOnce(count: Int) {
+        var evaluation = OperationLifecycle.ConditionEvaluation(awaiting: count)
+        #expect(evaluation.pendingCount == count)
+        #expect(evaluation.awaitedIndices == Array(0..<count))
+        #expect(!evaluation.isAwaiting(-1) && !evaluation.isAwaiting(count))
+        for index in stride(from: count - 1, through: 0, by: -2) {
+            let first = evaluation.markAnswered(index)
+            let second = evaluation.markAnswered(index) // a second answer is not taken
+            #expect(first && !second)
+        }
+        let answered = Set(stride(from: count - 1, through: 0, by: -2))
+        #expect(evaluation.pendingCount == count - answered.count)
+        #expect(evaluation.awaitedIndices == (0..<count).filter { !answered.contains($0) })
+    }
+
     @Test func enqueue_withNothingToWaitFor_handsOffAtOnce() {
         var state = OperationLifecycle()
         guard case .handOffNow = state.enqueue(on: queue, ticket: 1) else {
