@@ -22,12 +22,16 @@ enum Workloads {
 
     // MARK: W1: trivial block operations
 
-    static func foundationBlocks(_ count: Int) -> String? {
+    /// `allWaiting`: the queue is suspended while they are added, so all of them are alive at
+    /// once (the memory probe's worst case, independent of how the threads happen to race).
+    static func foundationBlocks(_ count: Int, allWaiting: Bool = false) -> String? {
         let tally = Tally()
         let queue = OperationQueue()
+        queue.isSuspended = allWaiting
         for _ in 0..<count {
             queue.addOperation(BlockOperation { tally.add() })
         }
+        queue.isSuspended = false
         queue.waitUntilAllOperationsAreFinished()
         return expect(tally.count, count, "bodies")
     }
@@ -43,12 +47,14 @@ enum Workloads {
         return expect(tally.count, count, "bodies")
     }
 
-    static func asyncBlocks(_ count: Int) -> String? {
+    static func asyncBlocks(_ count: Int, allWaiting: Bool = false) -> String? {
         let tally = Tally()
         let queue = AsyncOperationQueue()
+        queue.isSuspended = allWaiting
         for _ in 0..<count {
             queue.addOperation(AsyncBlockOperation { tally.add() })
         }
+        queue.isSuspended = false
         queue.waitUntilAllOperationsAreFinished()
         return expect(tally.count, count, "bodies")
     }
