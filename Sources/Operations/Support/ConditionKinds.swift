@@ -6,7 +6,7 @@
 enum ConditionKinds {
     static func isSatisfiedByConstruction(_ condition: any OperationCondition) -> Bool {
         let type = ObjectIdentifier(Swift.type(of: condition))
-        let memo = ThreadWorkList.current
+        let memo = PerThreadState.current
         if memo.lastConditionType == type {
             return memo.lastConditionTypeIsSatisfiedByConstruction
         }

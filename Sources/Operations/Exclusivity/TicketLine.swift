@@ -1,17 +1,3 @@
-/// Where an operation stands in a category's line: after everything added before the top-level
-/// operation it belongs to (itself, or the outermost group it is a child of), then by its own
-/// ticket. A group's children thus stand where their group stands, ahead of operations added after
-/// it: one of those waiting for the group's category must not also keep the group's children out
-/// of another category, or the group would wait forever for them.
-struct LinePlace: Comparable, Hashable {
-    var root: UInt64
-    var ticket: UInt64
-
-    static func < (lhs: LinePlace, rhs: LinePlace) -> Bool {
-        (lhs.root, lhs.ticket) < (rhs.root, rhs.ticket)
-    }
-}
-
 /// A line of waiters kept in `LinePlace` order, cheap to pop from the front.
 ///
 /// Waiters almost always arrive in order, so insertion is usually an append; an operation whose

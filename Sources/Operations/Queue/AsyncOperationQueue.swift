@@ -77,7 +77,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Adding an operation that is already on a queue, or has finished, is reported as a
     /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
     open override func addOperation(_ operation: Operation) {
-        if ThreadWorkList.current.isForwardingToFoundation {
+        if PerThreadState.current.isForwardingToFoundation {
             super.addOperation(operation)
             return
         }
@@ -88,7 +88,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Adds operations in order and, if `wait` is true, blocks until all of them have finished.
     open override func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
-        if ThreadWorkList.current.isForwardingToFoundation {
+        if PerThreadState.current.isForwardingToFoundation {
             super.addOperations(operations, waitUntilFinished: wait)
             return
         }
@@ -201,7 +201,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func giveToFoundation(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
-        let thread = ThreadWorkList.current
+        let thread = PerThreadState.current
         thread.isForwardingToFoundation = true
         super.addOperations(operations, waitUntilFinished: false)
         thread.isForwardingToFoundation = false

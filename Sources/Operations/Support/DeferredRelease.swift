@@ -1,0 +1,21 @@
+/// Releases object graphs iteratively.
+///
+/// An operation that is deallocated releases its dependencies, which may be released in turn;
+/// for a long chain of never-run operations that recursion overflows the stack. Objects handed
+/// here while the thread is already releasing are parked and dropped by the outermost call.
+enum DeferredRelease {
+    /// Takes the objects out of `objects` (leaving it empty, so the caller holds no reference that
+    /// would outlive the loop) and releases them without recursing.
+    static func release(_ objects: inout [AnyObject]) {
+        guard !objects.isEmpty else { return }
+        let list = PerThreadState.current
+        list.graveyard.append(contentsOf: objects)
+        objects.removeAll()
+        if list.isReleasing { return }
+        list.isReleasing = true
+        while !list.graveyard.isEmpty {
+            _ = list.graveyard.removeLast()
+        }
+        list.isReleasing = false
+    }
+}

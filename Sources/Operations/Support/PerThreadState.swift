@@ -1,0 +1,43 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Per-thread scratch state for `Trampoline`, `DeferredRelease` and `ConditionKinds`.
+final class PerThreadState {
+    var isDraining = false
+    var pending: [() -> Void] = []
+    var isReleasing = false
+    /// The condition type `ConditionKinds` was last asked about on this thread, and its answer.
+    var lastConditionType: ObjectIdentifier?
+    var lastConditionTypeIsSatisfiedByConstruction = false
+    var graveyard: [AnyObject] = []
+    /// Set while an `AsyncOperationQueue` hands operations to Foundation's implementation, so
+    /// that its overrides pass them straight through if Foundation calls back into them.
+    var isForwardingToFoundation = false
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+            Unmanaged<PerThreadState>.fromOpaque(pointer).release()
+            #else
+            if let pointer { Unmanaged<PerThreadState>.fromOpaque(pointer).release() }
+            #endif
+        }
+        precondition(status == 0, "pthread_key_create failed: \(status)")
+        return key
+    }()
+
+    static var current: PerThreadState {
+        if let existing = pthread_getspecific(key) {
+            return Unmanaged<PerThreadState>.fromOpaque(existing).takeUnretainedValue()
+        }
+        let list = PerThreadState()
+        pthread_setspecific(key, Unmanaged.passRetained(list).toOpaque())
+        return list
+    }
+}
