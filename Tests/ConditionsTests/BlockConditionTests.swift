@@ -21,10 +21,10 @@ struct BlockConditionTests {
     }
 
     @Test func throwing_failsTheOperationWithTheThrownError() {
-        let (operation, ran) = guardedOperation(BlockCondition { throw CheckError.unreadable })
+        let (operation, ran) = guardedOperation(BlockCondition { throw StubError.unreadable })
         #expect(run([operation]))
         #expect(ran.current == 0)
-        #expect(operation.errors.map { $0 as? CheckError } == [.unreadable])
+        #expect(operation.errors.asStubErrors == [.unreadable])
     }
 
     @Test func check_runsOnce_afterTheDependenciesFinished() {
@@ -49,8 +49,8 @@ struct BlockConditionTests {
     }
 }
 
-private enum CheckError: Error {
-    case unreadable
+private extension StubError {
+    static let unreadable = StubError("unreadable")
 }
 
 private func guardedOperation(_ condition: BlockCondition) -> (AsyncBlockOperation, Counter) {

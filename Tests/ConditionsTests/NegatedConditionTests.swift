@@ -87,17 +87,13 @@ private struct Prepared: OperationCondition {
 
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         log.append("evaluated")
-        let result: ConditionResult = passes ? .satisfied : .failed(PreparationError.notPrepared)
+        let result: ConditionResult = passes ? .satisfied : .failed(StubError("notPrepared"))
         if answersLater {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { completion(result) }
         } else {
             completion(result)
         }
     }
-}
-
-private enum PreparationError: Error {
-    case notPrepared
 }
 
 private func loggingOperation(_ log: Recorder<String>) -> AsyncBlockOperation {

@@ -22,7 +22,7 @@ struct NoCancelledDependenciesTests {
     }
 
     @Test func isSatisfied_whenADependencyFailedWithoutBeingCancelled() {
-        let failed = AsyncBlockOperation { throw DependencyError.broken }
+        let failed = AsyncBlockOperation { throw StubError("broken") }
         let (operation, ran) = guardedOperation(dependingOn: [failed])
         #expect(run([failed, operation]))
         #expect(ran.current == 1)
@@ -84,10 +84,6 @@ struct NoCancelledDependenciesTests {
         #expect(ran.current == 0)
         #expect(operation.errors.map { $0 as? ConditionError } == [.dependenciesCancelled(["plain", "cancelled"])])
     }
-}
-
-private enum DependencyError: Error {
-    case broken
 }
 
 private func guardedOperation(dependingOn dependencies: [Operation]) -> (AsyncBlockOperation, Counter) {

@@ -30,7 +30,7 @@ struct NoFailedDependenciesTests {
 
     @Test func fails_whenADependencyFailed_namingIt() {
         // Given a dependency named "download" that throws
-        let download = AsyncBlockOperation { throw DependencyError.offline }
+        let download = AsyncBlockOperation { throw StubError.offline }
         download.name = "download"
         let (operation, ran) = guardedOperation(dependingOn: [download])
 
@@ -45,11 +45,11 @@ struct NoFailedDependenciesTests {
 
     @Test func fails_namingEveryFailedDependency_andOnlyThose() {
         // Given
-        let first = AsyncBlockOperation { throw DependencyError.offline }
+        let first = AsyncBlockOperation { throw StubError.offline }
         first.name = "first"
         let fine = AsyncBlockOperation {}
         fine.name = "fine"
-        let third = AsyncBlockOperation { finish in finish(DependencyError.offline) }
+        let third = AsyncBlockOperation { finish in finish(StubError.offline) }
         third.name = "third"
         let (operation, ran) = guardedOperation(dependingOn: [first, fine, third])
 
@@ -66,7 +66,7 @@ struct NoFailedDependenciesTests {
         // Given
         let dependency = AsyncBlockOperation {}
         dependency.name = "cancelled"
-        dependency.cancel(with: DependencyError.offline)
+        dependency.cancel(with: StubError.offline)
         let (operation, ran) = guardedOperation(dependingOn: [dependency])
 
         // When
@@ -79,7 +79,7 @@ struct NoFailedDependenciesTests {
     }
 
     @Test func unnamedFailedDependency_isNamedByItsType() {
-        let dependency = AsyncBlockOperation { throw DependencyError.offline }
+        let dependency = AsyncBlockOperation { throw StubError.offline }
         let (operation, _) = guardedOperation(dependingOn: [dependency])
         #expect(run([dependency, operation]))
         #expect(operation.errors.map { $0 as? ConditionError } == [.dependenciesFailed(["AsyncBlockOperation"])])
@@ -94,8 +94,8 @@ struct NoFailedDependenciesTests {
     }
 }
 
-private enum DependencyError: Error {
-    case offline
+private extension StubError {
+    static let offline = StubError("offline")
 }
 
 private func guardedOperation(dependingOn dependencies: [Operation]) -> (AsyncBlockOperation, Counter) {

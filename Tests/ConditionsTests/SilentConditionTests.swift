@@ -34,7 +34,7 @@ struct SilentConditionTests {
 
         #expect(run(operation))
         #expect(!log.all.contains("executed"))
-        #expect(operation.errors.map { $0 as? PreparationError } == [.notPrepared])
+        #expect(operation.errors.asStubErrors == [.notPrepared])
     }
 
     @Test func keepsTheInnerCategories() {
@@ -70,12 +70,12 @@ private struct Prepared: OperationCondition {
 
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         log.append("evaluated")
-        completion(passes ? .satisfied : .failed(PreparationError.notPrepared))
+        completion(passes ? .satisfied : .failed(StubError.notPrepared))
     }
 }
 
-private enum PreparationError: Error {
-    case notPrepared
+private extension StubError {
+    static let notPrepared = StubError("notPrepared")
 }
 
 private func run(_ operation: Operation) -> Bool {

@@ -286,18 +286,11 @@ private struct LoadPlan {
 
 // MARK: - Recording a run
 
-private enum LoadError: Error, Equatable, CustomStringConvertible {
-    case conditionFailed(Int)
-    case bodyFailed(Int)
-    case cancelled(Int)
-
-    var description: String {
-        switch self {
-        case let .conditionFailed(index): return "conditionFailed(op\(index))"
-        case let .bodyFailed(index): return "bodyFailed(op\(index))"
-        case let .cancelled(index): return "cancelled(op\(index))"
-        }
-    }
+/// The errors a run hands out, each naming the operation it came from.
+private extension StubError {
+    static func conditionFailed(_ index: Int) -> StubError { StubError("conditionFailed(op\(index))") }
+    static func bodyFailed(_ index: Int) -> StubError { StubError("bodyFailed(op\(index))") }
+    static func cancelled(_ index: Int) -> StubError { StubError("cancelled(op\(index))") }
 }
 
 private enum LoadEvent: Equatable, CustomStringConvertible {
@@ -435,7 +428,7 @@ private struct RecordingObserver: OperationObserver {
 private struct AnsweredLater: OperationCondition {
     let passes: Bool
     let delayMicroseconds: UInt32
-    let failure: LoadError
+    let failure: StubError
 
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         let result: ConditionResult = passes ? .satisfied : .failed(failure)
@@ -495,7 +488,7 @@ private struct LoadReport {
         var isFinished: Bool
         var isCancelled: Bool
         var errors: [String]
-        var loadErrors: [LoadError?]
+        var loadErrors: [StubError?]
         /// The `after` of every `AsyncOperationError.timedOut` among the errors.
         var timeouts: [TimeInterval]
     }
@@ -563,7 +556,7 @@ private enum LoadRun {
                     sleep(until: start, plusMicroseconds: cancellation.afterMicroseconds)
                     let operation = operations[cancellation.index]
                     ledger.cancelling(cancellation.index)
-                    operation.cancel(with: cancellation.withError ? LoadError.cancelled(cancellation.index) : nil)
+                    operation.cancel(with: cancellation.withError ? StubError.cancelled(cancellation.index) : nil)
                 }
             })
         }
@@ -592,7 +585,7 @@ private enum LoadRun {
                 isFinished: operation.isFinished,
                 isCancelled: operation.isCancelled,
                 errors: errors.map(describe),
-                loadErrors: errors.map { $0 as? LoadError },
+                loadErrors: errors.asStubErrors,
                 timeouts: errors.compactMap { error in
                     if case let .timedOut(after)? = error as? AsyncOperationError { return after }
                     return nil
@@ -640,7 +633,7 @@ private enum LoadRun {
                 switch spec {
                 case let .checked(passes):
                     operation.addCondition(BlockCondition {
-                        if !passes { throw LoadError.conditionFailed(index) }
+                        if !passes { throw StubError.conditionFailed(index) }
                         return true
                     })
                 case let .answeredLater(passes, delay):
@@ -681,13 +674,13 @@ private enum LoadRun {
             return LoadBlockOperation(index: index, ledger: ledger) {
                 ledger.record(.bodyBegan, for: index)
                 if work > 0 { usleep(work) }
-                throw LoadError.bodyFailed(index)
+                throw StubError.bodyFailed(index)
             }
         case let .continuation(delay, fails):
             return LoadBlockOperation(index: index, ledger: ledger, continuation: { finish in
                 ledger.record(.bodyBegan, for: index)
                 DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(delay))) {
-                    finish(fails ? LoadError.bodyFailed(index) : nil)
+                    finish(fails ? StubError.bodyFailed(index) : nil)
                 }
             })
         case .neverContinues:
@@ -859,7 +852,7 @@ private extension LoadReport {
             if starts != 1 || !executed { problem("not cancelled, no failed condition, but did not execute") }
             if let body = node.body {
                 if bodies != 1 { problem("not cancelled, no failed condition, but its block did not run") }
-                let expected = body.fails ? [describe(LoadError.bodyFailed(index))] : []
+                let expected = body.fails ? [describe(StubError.bodyFailed(index))] : []
                 if outcome.errors != expected { problem("finished with \(outcome.errors), expected \(expected)") }
             }
         }

@@ -27,7 +27,7 @@ struct BlockObserverTests {
 
         // Then
         #expect(waitUntilFinished([operation, product]))
-        #expect(log.all == ["start", "produce", "cancel", "finish stopped"])
+        #expect(log.all == ["start", "produce", "cancel", "finish StubError(stopped)"])
     }
 
     @Test func closuresLeftOut_areSimplyNotCalled() {
@@ -62,13 +62,8 @@ struct BlockObserverTests {
     }
 }
 
-private enum StopError: Error, CustomStringConvertible {
-    case stopped
-    var description: String { "stopped" }
-}
-
 /// Produces `product` when it executes, then waits (cooperatively) to be cancelled and finishes
-/// with `StopError.stopped`.
+/// with `StubError("stopped")`.
 private final class ProducesThenWaitsForCancellation: AsyncOperation, @unchecked Sendable {
     // @unchecked Sendable: `product` is immutable; the rest is AsyncOperation's.
     private let product: Operation
@@ -82,7 +77,7 @@ private final class ProducesThenWaitsForCancellation: AsyncOperation, @unchecked
         produce(product)
         DispatchQueue.global().async { [self] in
             _ = waitUntil { self.isCancelled }
-            finish(with: StopError.stopped)
+            finish(with: StubError("stopped"))
         }
     }
 }

@@ -18,7 +18,7 @@ struct CancelledObserverTests {
 
         // When
         operation.cancel()
-        operation.cancel(with: CancelError.again)
+        operation.cancel(with: StubError("again"))
 
         // Then
         #expect(waitUntilFinished([operation]))
@@ -53,8 +53,4 @@ struct CancelledObserverTests {
         #expect(cancels.current == 0)
         #expect(!operation.isCancelled)
     }
-}
-
-private enum CancelError: Error {
-    case again
 }

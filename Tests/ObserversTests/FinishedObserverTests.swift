@@ -16,20 +16,20 @@ struct FinishedObserverTests {
     }
 
     @Test func receivesTheThrownError() {
-        let calls = Recorder<[FinishError?]>()
-        let operation = AsyncBlockOperation { throw FinishError.thrown }
-        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.map { $0 as? FinishError }) })
+        let calls = Recorder<[StubError?]>()
+        let operation = AsyncBlockOperation { throw StubError.thrown }
+        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.asStubErrors) })
 
         #expect(run(operation))
         #expect(calls.all == [[.thrown]])
     }
 
     @Test func receivesTheErrorOfAFailedCondition_withoutTheOperationExecuting() {
-        let calls = Recorder<[FinishError?]>()
+        let calls = Recorder<[StubError?]>()
         let ran = Counter()
         let operation = AsyncBlockOperation { ran.increment() }
         operation.addCondition(Refuses())
-        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.map { $0 as? FinishError }) })
+        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.asStubErrors) })
 
         #expect(run(operation))
         #expect(calls.all == [[.refused]])
@@ -37,10 +37,10 @@ struct FinishedObserverTests {
     }
 
     @Test func receivesTheCancellationError() {
-        let calls = Recorder<[FinishError?]>()
+        let calls = Recorder<[StubError?]>()
         let operation = AsyncBlockOperation {}
-        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.map { $0 as? FinishError }) })
-        operation.cancel(with: FinishError.cancelled)
+        operation.addObserver(FinishedObserver { _, errors in calls.append(errors.asStubErrors) })
+        operation.cancel(with: StubError.cancelled)
 
         #expect(run(operation))
         #expect(calls.all == [[.cancelled]])
@@ -49,31 +49,31 @@ struct FinishedObserverTests {
     @Test func errorsReceived_areTheOperationsFinalErrors() {
         // Given
         let seen = Recorder<Bool>()
-        let operation = AsyncBlockOperation { finish in finish(FinishError.thrown) }
+        let operation = AsyncBlockOperation { finish in finish(StubError.thrown) }
         operation.addObserver(FinishedObserver { finished, errors in
-            seen.append(finished === operation && finished.errors.map { $0 as? FinishError } == errors.map { $0 as? FinishError })
+            seen.append(finished === operation && finished.errors.asStubErrors == errors.asStubErrors)
         })
 
         // When
         let finished = run(operation)
-        operation.finish(with: FinishError.cancelled) // too late: ignored
+        operation.finish(with: StubError.cancelled) // too late: ignored
 
         // Then
         #expect(finished)
         #expect(seen.all == [true])
-        #expect(operation.errors.map { $0 as? FinishError } == [.thrown])
+        #expect(operation.errors.asStubErrors == [.thrown])
     }
 }
 
-private enum FinishError: Error, Equatable {
-    case thrown
-    case refused
-    case cancelled
+private extension StubError {
+    static let thrown = StubError("thrown")
+    static let refused = StubError("refused")
+    static let cancelled = StubError("cancelled")
 }
 
 private struct Refuses: OperationCondition {
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.failed(FinishError.refused))
+        completion(.failed(StubError.refused))
     }
 }
 

@@ -45,10 +45,8 @@ struct StartedObserverTests {
 }
 
 private struct NeverSatisfied: OperationCondition {
-    struct Refused: Error {}
-
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.failed(Refused()))
+        completion(.failed(StubError("refused")))
     }
 }
 

@@ -3,11 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable, CustomStringConvertible {
-    let code: Int
-    var description: String { "failure \(code)" }
-}
-
 private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T {
     operation.name = name
     return operation
@@ -47,16 +42,16 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
 
     @Test func failure_stopsTheRest_withErrorsNamingIt() {
         let ran = Recorder<String>()
-        let fetch = named("fetch", AsyncBlockOperation { throw Failure(code: 4) })
+        let fetch = named("fetch", AsyncBlockOperation { throw StubError("4") })
         let parse = named("parse", AsyncBlockOperation { ran.append("parse") })
         let save = named("save", AsyncBlockOperation { ran.append("save") })
 
         AsyncOperationQueue().addChain([fetch, parse, save], waitUntilFinished: true)
 
         #expect(ran.all.isEmpty)
-        #expect(parse.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "parse", upstream: "fetch", reason: "failure 4")])
-        #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "save", upstream: "fetch", reason: "failure 4")])
-        #expect("\(save.errors[0])" == "'save' was not run: 'fetch', before it in the chain, failed: failure 4")
+        #expect(parse.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "parse", upstream: "fetch", reason: "StubError(4)")])
+        #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "save", upstream: "fetch", reason: "StubError(4)")])
+        #expect("\(save.errors[0])" == "'save' was not run: 'fetch', before it in the chain, failed: StubError(4)")
     }
 
     @Test func cancellation_stopsTheRest_withErrorsNamingIt() {
@@ -92,7 +87,7 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
 
     @Test func plainLastLink_runsWhateverHappened_andSeesTheOutcome() {
         let outcome = Recorder<Bool>()
-        let failing = AsyncBlockOperation { throw Failure(code: 1) }
+        let failing = AsyncBlockOperation { throw StubError("1") }
         let next = AsyncBlockOperation {}
         let report = BlockOperation { outcome.append(next.isFailed) }
 
@@ -110,7 +105,7 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
     }
 
     @Test func failedChain_isReleased() {
-        var operations: [AsyncBlockOperation]? = [AsyncBlockOperation { throw Failure(code: 1) }]
+        var operations: [AsyncBlockOperation]? = [AsyncBlockOperation { throw StubError("1") }]
             + (0..<4).map { _ in AsyncBlockOperation {} }
         let probes = operations!.map { WeakProbe($0) }
         AsyncOperationQueue().addChain(operations!, waitUntilFinished: true)

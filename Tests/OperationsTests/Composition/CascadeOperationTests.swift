@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 /// Calls `body` when the observed operation finishes.
 private struct OnFinish: OperationObserver {
     let body: @Sendable () -> Void
@@ -110,7 +106,7 @@ private func run(_ operation: Foundation.Operation) {
         let completions = Counter()
         let cascade = CascadeOperation { children in
             children.add { AsyncBlockOperation {} }
-            children.add { AsyncBlockOperation { throw Failure(code: 1) } }
+            children.add { AsyncBlockOperation { throw StubError("1") } }
             children.add { built.increment(); return AsyncBlockOperation {} }
         } completion: {
             completions.increment()
@@ -121,7 +117,7 @@ private func run(_ operation: Foundation.Operation) {
         #expect(built.current == 0)
         #expect(completions.current == 0)
         #expect(cascade.isCancelled)
-        #expect(cascade.errors.compactMap { $0 as? Failure } == [Failure(code: 1)])
+        #expect(cascade.errors.compactMap { $0 as? StubError } == [StubError("1")])
     }
 
     @Test func cancellationHandler_isCalledOnce_withTheFailedChild() {
@@ -130,7 +126,7 @@ private func run(_ operation: Foundation.Operation) {
         let cascade = CascadeOperation { children in
             children.add { AsyncBlockOperation {} }
             children.add {
-                let failing = AsyncBlockOperation { throw Failure(code: 7) }
+                let failing = AsyncBlockOperation { throw StubError("7") }
                 failing.name = "failing"
                 return failing
             }
@@ -150,7 +146,7 @@ private func run(_ operation: Foundation.Operation) {
         #expect(failure?.attempt == 1)
         #expect(failure?.child.name == "failing")
         #expect(failure?.isCancelled == false)
-        #expect(failure?.errors.compactMap { $0 as? Failure } == [Failure(code: 7)])
+        #expect(failure?.errors.compactMap { $0 as? StubError } == [StubError("7")])
         #expect(completions.current == 0)
     }
 
@@ -192,7 +188,7 @@ private func run(_ operation: Foundation.Operation) {
                 return AsyncBlockOperation {
                     let attempt = attempts.increment()
                     order.append("attempt \(attempt)")
-                    if attempt == 1 { throw Failure(code: 1) }
+                    if attempt == 1 { throw StubError("1") }
                 }
             }
             children.add { AsyncBlockOperation { order.append("next") } }
@@ -216,7 +212,7 @@ private func run(_ operation: Foundation.Operation) {
         let attempts = Counter()
         let handled = Recorder<Int>()
         let cascade = CascadeOperation { children in
-            children.add { AsyncBlockOperation { throw Failure(code: attempts.increment()) } }
+            children.add { AsyncBlockOperation { throw StubError("\(attempts.increment())") } }
         } cancellation: { failure in
             handled.append(failure.attempt)
             return failure.attempt < 3 ? .rerun : .cancel
@@ -226,7 +222,7 @@ private func run(_ operation: Foundation.Operation) {
 
         #expect(handled.all == [1, 2, 3])
         #expect(cascade.isCancelled)
-        #expect(cascade.errors.compactMap { $0 as? Failure } == [Failure(code: 3)])
+        #expect(cascade.errors.compactMap { $0 as? StubError } == [StubError("3")])
     }
 
     @Test func rerunAfterDelay_waitsAtLeastTheDelay_thenRunsANewAttempt() {
@@ -237,7 +233,7 @@ private func run(_ operation: Foundation.Operation) {
         let cascade = CascadeOperation { children in
             children.add {
                 AsyncBlockOperation {
-                    if attempts.increment() == 1 { throw Failure(code: 1) }
+                    if attempts.increment() == 1 { throw StubError("1") }
                     rerunAt.append(.now)
                 }
             }
@@ -263,7 +259,7 @@ private func run(_ operation: Foundation.Operation) {
         let completions = Counter()
         let cascade = CascadeOperation { children in
             children.add { AsyncBlockOperation { order.append("first") } }
-            children.add { AsyncBlockOperation { order.append("optional"); throw Failure(code: 2) } }
+            children.add { AsyncBlockOperation { order.append("optional"); throw StubError("2") } }
             children.add { AsyncBlockOperation { order.append("last") } }
         } completion: {
             completions.increment()
@@ -279,7 +275,7 @@ private func run(_ operation: Foundation.Operation) {
     }
 
     @Test func factoryReturningAnOperationThatAlreadyRan_failsTheCascade() {
-        let shared = AsyncBlockOperation { throw Failure(code: 1) }
+        let shared = AsyncBlockOperation { throw StubError("1") }
         shared.name = "shared"
         let cascade = CascadeOperation { children in
             children.add { shared }
@@ -346,7 +342,7 @@ private func run(_ operation: Foundation.Operation) {
         let cascade = CascadeOperation { children in
             children.add {
                 builds.increment()
-                return AsyncBlockOperation { throw Failure(code: 1) }
+                return AsyncBlockOperation { throw StubError("1") }
             }
         } cancellation: { _ in
             box.object?.cancel()
@@ -358,7 +354,7 @@ private func run(_ operation: Foundation.Operation) {
 
         #expect(builds.current == 1)
         #expect(cascade.isCancelled)
-        #expect(cascade.errors.compactMap { $0 as? Failure } == [Failure(code: 1)])
+        #expect(cascade.errors.compactMap { $0 as? StubError } == [StubError("1")])
     }
 
     @Test func cancelledDuringARerunDelay_finishesWithoutWaitingForIt() {
@@ -367,7 +363,7 @@ private func run(_ operation: Foundation.Operation) {
         let cascade = CascadeOperation { children in
             children.add {
                 builds.increment()
-                return AsyncBlockOperation { throw Failure(code: 1) }
+                return AsyncBlockOperation { throw StubError("1") }
             }
         } cancellation: { _ in
             handled.signal()
@@ -412,7 +408,7 @@ private func run(_ operation: Foundation.Operation) {
             CascadeOperation { children in
                 for _ in 0..<3 {
                     children.add {
-                        let child = AsyncBlockOperation { if attempts.increment() == 2 { throw Failure(code: 1) } }
+                        let child = AsyncBlockOperation { if attempts.increment() == 2 { throw StubError("1") } }
                         childProbes.append(WeakProbe(child))
                         return child
                     }

@@ -135,16 +135,16 @@ private func cancelChain(counting ran: Counter) -> (WeakProbe<AsyncOperation>, W
     return (WeakProbe(head), WeakProbe(operations[operations.count - 1]), ChainOutcome(operations))
 }
 
-private enum ChainError: Error {
-    case headFailed
-    case dependencyFailed
+private extension StubError {
+    static let headFailed = StubError("headFailed")
+    static let dependencyFailed = StubError("dependencyFailed")
 }
 
 /// Fails when one of the operation's dependencies failed.
 private struct NoFailedDependency: OperationCondition {
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         let failed = operation.dependencies.contains { ($0 as? AsyncOperation)?.isFailed == true }
-        completion(failed ? .failed(ChainError.dependencyFailed) : .satisfied)
+        completion(failed ? .failed(StubError.dependencyFailed) : .satisfied)
     }
 }
 
@@ -154,7 +154,7 @@ private func cascadeFailure(counting ran: Counter) -> (WeakProbe<AsyncOperation>
     let head = AsyncBlockOperation {
         ran.increment()
         _ = release.wait()
-        throw ChainError.headFailed
+        throw StubError.headFailed
     }
     var operations: [AsyncOperation] = [head]
     operations.reserveCapacity(ChainTests.length)

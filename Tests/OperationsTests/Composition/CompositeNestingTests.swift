@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 private func run(_ operation: Foundation.Operation) {
     AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
 }
@@ -55,7 +51,7 @@ private func run(_ operation: Foundation.Operation) {
         let outer = TransactionOperation { children in
             children.add {
                 CascadeOperation { inner in
-                    inner.add { AsyncBlockOperation { if attempts.increment() == 1 { throw Failure(code: 1) } } }
+                    inner.add { AsyncBlockOperation { if attempts.increment() == 1 { throw StubError("1") } } }
                 } cancellation: { _ in
                     .rerun
                 }
@@ -85,7 +81,7 @@ private func run(_ operation: Foundation.Operation) {
             steps.add {
                 innerBuilds.increment()
                 return TransactionOperation { parallel in
-                    parallel.add { AsyncBlockOperation { if attempts.increment() == 1 { throw Failure(code: 9) } } }
+                    parallel.add { AsyncBlockOperation { if attempts.increment() == 1 { throw StubError("9") } } }
                     parallel.add { AsyncBlockOperation {} }
                 }
             }
@@ -103,7 +99,7 @@ private func run(_ operation: Foundation.Operation) {
         let failure = outerFailures.all.first
         #expect(failure?.child is TransactionOperation)
         #expect(failure?.isCancelled == true)
-        #expect(failure?.errors.compactMap { $0 as? Failure } == [Failure(code: 9)])
+        #expect(failure?.errors.compactMap { $0 as? StubError } == [StubError("9")])
         #expect(outerCompletions.current == 1)
         #expect(!outer.isFailed)
     }

@@ -3,8 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error {}
-
 /// A small deterministic random generator, so a failing round can be replayed from its seed.
 private struct Dice: RandomNumberGenerator {
     private var state: UInt64
@@ -53,7 +51,7 @@ private enum Behaviour: CaseIterable {
                         let behaviour = plan[min(attempts.increment(), plan.count) - 1]
                         let child = AsyncBlockOperation {
                             usleep(UInt32.random(in: 0...200))
-                            if behaviour == .fail { throw Failure() }
+                            if behaviour == .fail { throw StubError("child failed") }
                         }
                         if behaviour == .cancelItself { child.cancel() }
                         return child

@@ -10,6 +10,7 @@ private struct Report: Sendable, Equatable {
     let pages: Int
 }
 
+// Stays its own type: the README's example retries on `$0 is ServerBusy`, quoted verbatim below.
 private struct ServerBusy: Error {}
 
 /// Fails twice, then gives a report: what a flaky network call looks like.

@@ -10,6 +10,7 @@ private struct User: Sendable {
     let name: String
 }
 
+// Stays its own type: the README's example throws `SignUpError.missingName`, quoted verbatim below.
 private enum SignUpError: Error {
     case missingName
 }

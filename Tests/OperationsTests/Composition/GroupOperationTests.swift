@@ -12,10 +12,6 @@ private struct Exclusive: OperationCondition {
     }
 }
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 @Suite struct GroupOperationTests {
     @Test func group_finishesAfterEveryChild() {
         let finished = Counter()
@@ -52,11 +48,11 @@ private struct Failure: Error, Equatable {
     }
 
     @Test func errors_holdEveryChildsErrors() {
-        let children = (1...3).map { code in AsyncBlockOperation { throw Failure(code: code) } }
+        let children = (1...3).map { code in AsyncBlockOperation { throw StubError("\(code)") } }
         let group = GroupOperation(operations: children + [AsyncBlockOperation {}])
         AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
-        let codes = group.errors.compactMap { ($0 as? Failure)?.code }.sorted()
-        #expect(codes == [1, 2, 3])
+        let labels = group.errors.compactMap { ($0 as? StubError)?.label }.sorted()
+        #expect(labels == ["1", "2", "3"])
     }
 
     @Test func childrenAddedWhileRunning_andProduced_areAwaited() {

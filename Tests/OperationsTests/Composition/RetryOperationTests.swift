@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 /// A condition that only asks for a mutually exclusive category.
 private struct Exclusive: OperationCondition {
     let category: String
@@ -38,7 +34,7 @@ private func uptime() -> TimeInterval {
         let made = Recorder<Int>()
         let retry = RetryOperation(maxAttempts: 5) { attempt in
             made.append(attempt)
-            return AsyncBlockOperation { if attempt < 3 { throw Failure(code: attempt) } }
+            return AsyncBlockOperation { if attempt < 3 { throw StubError("\(attempt)") } }
         }
 
         try retry.runAndWait()
@@ -60,32 +56,32 @@ private func uptime() -> TimeInterval {
 
     @Test func everyAttemptFailing_reportsTheLastAttemptsErrors() {
         let retry = RetryOperation(maxAttempts: 3) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
-        #expect(throws: Failure(code: 3)) { try retry.runAndWait() }
+        #expect(throws: StubError("3")) { try retry.runAndWait() }
         #expect(retry.attemptCount == 3)
-        #expect(retry.errors.compactMap { $0 as? Failure } == [Failure(code: 3)])
+        #expect(retry.errors.compactMap { $0 as? StubError } == [StubError("3")])
     }
 
     @Test(arguments: [1, 0, -2])
     func atMostOneAttempt_neverRetries(maxAttempts: Int) {
         let retry = RetryOperation(maxAttempts: maxAttempts) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
-        #expect(throws: Failure(code: 1)) { try retry.runAndWait() }
+        #expect(throws: StubError("1")) { try retry.runAndWait() }
         #expect(retry.attemptCount == 1)
     }
 
     @Test func shouldRetry_seesEachError_andStopsTheRetriesWhenFalse() {
         let seen = Recorder<Int>()
         let retry = RetryOperation(maxAttempts: 10, shouldRetry: { error in
-            let code = (error as? Failure)?.code ?? 0
+            let code = (error as? StubError).flatMap { Int($0.label) } ?? 0
             seen.append(code)
             return code < 2
         }) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
-        #expect(throws: Failure(code: 2)) { try retry.runAndWait() }
+        #expect(throws: StubError("2")) { try retry.runAndWait() }
         #expect(seen.all == [1, 2])
         #expect(retry.attemptCount == 2)
     }
@@ -97,7 +93,7 @@ private func uptime() -> TimeInterval {
                 probe.enter("attempts")
                 DispatchQueue.global().asyncAfter(deadline: .now() + 0.005) {
                     probe.leave("attempts")
-                    finish(attempt < 6 ? Failure(code: attempt) : nil)
+                    finish(attempt < 6 ? StubError("\(attempt)") : nil)
                 }
             }
         }
@@ -109,7 +105,7 @@ private func uptime() -> TimeInterval {
     @Test func resultAttempts_giveTheirOutputThroughLastAttempt() throws {
         let retry = RetryOperation(maxAttempts: 3) { attempt in
             ResultBlockOperation { () throws -> String in
-                if attempt == 1 { throw Failure(code: 1) }
+                if attempt == 1 { throw StubError("1") }
                 return "attempt \(attempt)"
             }
         }
@@ -120,7 +116,7 @@ private func uptime() -> TimeInterval {
     @Test func observersOfTheRetryOperation_hearEachEventOnce() {
         let events = Recorder<String>()
         let retry = RetryOperation(maxAttempts: 3) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
         retry.addObserver(EventLog(events: events))
         _ = try? retry.runAndWait()
@@ -136,7 +132,7 @@ private func uptime() -> TimeInterval {
             return 0
         }
         let retry = RetryOperation(maxAttempts: 4, backoff: backoff) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
         _ = try? retry.runAndWait()
         #expect(draws.current == 3)
@@ -147,7 +143,7 @@ private func uptime() -> TimeInterval {
         let retry = RetryOperation(maxAttempts: 3, backoff: .fixed(0.1)) { attempt in
             AsyncBlockOperation {
                 starts.append(uptime())
-                if attempt < 3 { throw Failure(code: attempt) }
+                if attempt < 3 { throw StubError("\(attempt)") }
             }
         }
         try retry.runAndWait()
@@ -190,7 +186,7 @@ private func uptime() -> TimeInterval {
 
     @Test func cancelledDuringTheBackoff_stopsWaiting_andReportsTheFailureItWasWaitingToRetry() {
         let retry = RetryOperation(maxAttempts: 5, backoff: .fixed(3600)) { attempt in
-            AsyncBlockOperation { throw Failure(code: attempt) }
+            AsyncBlockOperation { throw StubError("\(attempt)") }
         }
         AsyncOperationQueue().addOperation(retry)
         #expect(waitUntil { retry.lastAttempt?.isFinished ?? false })
@@ -200,7 +196,7 @@ private func uptime() -> TimeInterval {
 
         #expect(waitUntilFinished([retry])) // long before the hour is up
         #expect(retry.attemptCount == 1)
-        #expect(retry.errors.compactMap { $0 as? Failure } == [Failure(code: 1)])
+        #expect(retry.errors.compactMap { $0 as? StubError } == [StubError("1")])
     }
 
     @Test func cancelledWithAnError_recordsIt() {
@@ -210,8 +206,8 @@ private func uptime() -> TimeInterval {
         }
         AsyncOperationQueue().addOperation(retry)
         #expect(started.wait())
-        retry.cancel(with: Failure(code: 99))
-        #expect(throws: Failure(code: 99)) { try retry.runAndWait() }
+        retry.cancel(with: StubError("99"))
+        #expect(throws: StubError("99")) { try retry.runAndWait() }
     }
 
     @Test func cancelledAtRandomMoments_alwaysFinishes_andNeverOverrunsItsAttempts() {
@@ -220,7 +216,7 @@ private func uptime() -> TimeInterval {
             let retry = RetryOperation(maxAttempts: 4, backoff: .fixed(0.001)) { attempt in
                 made.increment()
                 return AsyncBlockOperation { finish in
-                    DispatchQueue.global().async { finish(Failure(code: attempt)) }
+                    DispatchQueue.global().async { finish(StubError("\(attempt)")) }
                 }
             }
             AsyncOperationQueue().addOperation(retry)
@@ -247,7 +243,7 @@ private func uptime() -> TimeInterval {
     }
 
     @Test func makeAttemptReturningAUsedOperation_cancelsTheRetry_withChildReused() {
-        let only = AsyncBlockOperation { throw Failure(code: 1) }
+        let only = AsyncBlockOperation { throw StubError("1") }
         only.name = "only"
         let retry = RetryOperation(maxAttempts: 3) { _ in only }
         retry.name = "retry"
@@ -257,7 +253,7 @@ private func uptime() -> TimeInterval {
         let errors = retry.errors
         #expect(errors.count == 2)
         #expect(errors.compactMap { $0 as? AsyncOperationError } == [.childReused(composite: "retry", child: "only")])
-        #expect(errors.compactMap { $0 as? Failure } == [Failure(code: 1)])
+        #expect(errors.compactMap { $0 as? StubError } == [StubError("1")])
     }
 
     @Test func makeAttemptReturningAUsedOperationFirst_failsWithoutRunningIt() {
@@ -276,7 +272,7 @@ private func uptime() -> TimeInterval {
         var retry: RetryOperation<AsyncBlockOperation>? = RetryOperation(maxAttempts: 3) { [payload] attempt in
             AsyncBlockOperation {
                 _ = payload
-                if attempt < 2 { throw Failure(code: attempt) }
+                if attempt < 2 { throw StubError("\(attempt)") }
             }
         }
         payload = nil

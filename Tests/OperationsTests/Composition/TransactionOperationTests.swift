@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 /// Calls `body` when the observed operation finishes.
 private struct OnFinish: OperationObserver {
     let body: @Sendable () -> Void
@@ -98,7 +94,7 @@ private func run(_ operation: Foundation.Operation) {
             let completions = Counter()
             let transaction = TransactionOperation { children in
                 for code in 0..<8 {
-                    children.add { AsyncBlockOperation { throw Failure(code: code) } }
+                    children.add { AsyncBlockOperation { throw StubError("\(code)") } }
                 }
             } completion: {
                 completions.increment()
@@ -122,7 +118,7 @@ private func run(_ operation: Foundation.Operation) {
         let completions = Counter()
         let transaction = TransactionOperation { children in
             for code in 0..<8 {
-                children.add { AsyncBlockOperation { throw Failure(code: code) } }
+                children.add { AsyncBlockOperation { throw StubError("\(code)") } }
             }
         } completion: {
             completions.increment()
@@ -157,12 +153,12 @@ private func run(_ operation: Foundation.Operation) {
         #expect(held.waitUntilStarted("slow"))
         #expect(held.waitUntilStarted("failing"))
 
-        held.finish("failing", with: Failure(code: 3))
+        held.finish("failing", with: StubError("3"))
 
         #expect(waitUntilFinished([transaction]))
         #expect(transaction.isCancelled)
         #expect(launched.all.first?.isCancelled == true)
-        #expect(transaction.errors.compactMap { $0 as? Failure } == [Failure(code: 3)])
+        #expect(transaction.errors.compactMap { $0 as? StubError } == [StubError("3")])
     }
 
     @Test func rerun_runsOnlyTheFailedChildAgain() {
@@ -173,7 +169,7 @@ private func run(_ operation: Foundation.Operation) {
             children.add { builds.append("steady"); return AsyncBlockOperation {} }
             children.add {
                 builds.append("flaky")
-                return AsyncBlockOperation { if attempts.increment() == 1 { throw Failure(code: 1) } }
+                return AsyncBlockOperation { if attempts.increment() == 1 { throw StubError("1") } }
             }
         } completion: {
             completions.increment()
@@ -192,7 +188,7 @@ private func run(_ operation: Foundation.Operation) {
         let completions = Counter()
         let transaction = TransactionOperation { children in
             children.add { AsyncBlockOperation {} }
-            children.add { AsyncBlockOperation { throw Failure(code: 1) } }
+            children.add { AsyncBlockOperation { throw StubError("1") } }
         } completion: {
             completions.increment()
         } cancellation: { _ in
@@ -279,7 +275,7 @@ private func run(_ operation: Foundation.Operation) {
             children.add { held.make("steady") }
             children.add {
                 flakyBuilds.increment()
-                return AsyncBlockOperation { throw Failure(code: 1) }
+                return AsyncBlockOperation { throw StubError("1") }
             }
         } cancellation: { _ in
             handled.signal()

@@ -216,7 +216,7 @@ struct MutualExclusionTests {
         let timeline = Timeline()
         let x = uniqueName("X")
         let queue = makeQueue(maxConcurrent: 4)
-        let failing = timeline.operation("A", categories: [x]) { throw ExclusionTestError.thrown }
+        let failing = timeline.operation("A", categories: [x]) { throw StubError.thrown }
         let next = timeline.operation("B", categories: [x])
 
         // When
@@ -224,7 +224,7 @@ struct MutualExclusionTests {
 
         // Then
         #expect(waitUntilFinished([failing, next]))
-        #expect(failing.errors.map { $0 as? ExclusionTestError } == [.thrown])
+        #expect(failing.errors.asStubErrors == [.thrown])
         #expect(timeline.starts == ["A", "B"])
     }
 
@@ -237,7 +237,7 @@ struct MutualExclusionTests {
             timeline.events.append("A start")
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) {
                 timeline.events.append("A end")
-                finish(ExclusionTestError.thrown)
+                finish(StubError.thrown)
             }
         }
         failing.addCondition(Exclusive([x]))
@@ -248,7 +248,7 @@ struct MutualExclusionTests {
 
         // Then
         #expect(waitUntilFinished([failing, next]))
-        #expect(failing.errors.map { $0 as? ExclusionTestError } == [.thrown])
+        #expect(failing.errors.asStubErrors == [.thrown])
         #expect(timeline.happened("A end", before: "B start"))
     }
 
@@ -270,7 +270,7 @@ struct MutualExclusionTests {
 
         // Then
         #expect(waitUntilFinished([holder, refused, next]))
-        #expect(refused.errors.map { $0 as? ExclusionTestError } == [.refused])
+        #expect(refused.errors.asStubErrors == [.refused])
         #expect(timeline.starts == ["H", "N"])
     }
 
@@ -446,9 +446,9 @@ struct MutualExclusionTests {
 
 // MARK: - Helpers
 
-private enum ExclusionTestError: Error, Equatable {
-    case thrown
-    case refused
+private extension StubError {
+    static let thrown = StubError("thrown")
+    static let refused = StubError("refused")
 }
 
 /// A condition that only claims mutually exclusive categories.
@@ -469,7 +469,7 @@ private struct Exclusive: OperationCondition {
 /// A condition that always fails.
 private struct Refuses: OperationCondition {
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.failed(ExclusionTestError.refused))
+        completion(.failed(StubError.refused))
     }
 }
 

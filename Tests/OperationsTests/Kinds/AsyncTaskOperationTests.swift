@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 /// Records every event an observer hears, by name.
 private struct EventLog: OperationObserver {
     let events: Recorder<String>
@@ -36,9 +32,9 @@ private let oneMinute: UInt64 = 60_000_000_000
     }
 
     @Test func aThrownError_isTheOperationsError() async {
-        let operation = AsyncTaskOperation { throw Failure(code: 5) }
+        let operation = AsyncTaskOperation { throw StubError("5") }
         AsyncOperationQueue().addOperation(operation)
-        await #expect(throws: Failure(code: 5)) { try await operation.finished() }
+        await #expect(throws: StubError("5")) { try await operation.finished() }
         #expect(operation.errors.count == 1)
     }
 
@@ -67,8 +63,8 @@ private let oneMinute: UInt64 = 60_000_000_000
         let operation = AsyncTaskOperation { try await Task.sleep(nanoseconds: oneMinute) }
         AsyncOperationQueue().addOperation(operation)
         #expect(await eventually { operation.isExecuting })
-        operation.cancel(with: Failure(code: 2))
-        await #expect(throws: Failure(code: 2)) { try await operation.finished() }
+        operation.cancel(with: StubError("2"))
+        await #expect(throws: StubError("2")) { try await operation.finished() }
     }
 
     @Test func anErrorThrownAfterCancellation_isStillRecorded() async {
@@ -76,13 +72,13 @@ private let oneMinute: UInt64 = 60_000_000_000
         let operation = AsyncTaskOperation {
             bodyStarted.increment()
             while !Task.isCancelled { await Task.yield() }
-            throw Failure(code: 3)
+            throw StubError("3")
         }
         AsyncOperationQueue().addOperation(operation)
         // (isExecuting alone is not enough: a cancel before execute() runs skips the body.)
         #expect(await eventually { bodyStarted.current == 1 })
         operation.cancel()
-        await #expect(throws: Failure(code: 3)) { try await operation.finished() }
+        await #expect(throws: StubError("3")) { try await operation.finished() }
     }
 
     @Test func operationFinishesOnlyOnceTheBodyHasReturned() async {

@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 /// Seconds on a clock that never jumps.
 private func uptime() -> TimeInterval {
     TimeInterval(DispatchTime.now().uptimeNanoseconds) / 1e9
@@ -73,8 +69,8 @@ private struct FinishOrder: OperationObserver {
         let delay = DelayOperation(3600)
         AsyncOperationQueue().addOperation(delay)
         #expect(waitUntil { delay.isExecuting })
-        delay.cancel(with: Failure(code: 1))
-        #expect(throws: Failure(code: 1)) { try delay.runAndWait() }
+        delay.cancel(with: StubError("1"))
+        #expect(throws: StubError("1")) { try delay.runAndWait() }
     }
 
     @Test func cancelledBeforeItStarts_neverWaits() {

@@ -3,11 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable, CustomStringConvertible {
-    let code: Int
-    var description: String { "failure \(code)" }
-}
-
 private struct User: Sendable, Equatable {
     let id: Int
     let name: String
@@ -90,7 +85,7 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
         let save = named("save", InputBlockOperation { (name: String) in ran.increment() })
         let notify = named("notify", InputBlockOperation { (_: Int) in ran.increment() })
         save.takeInput(from: fetch) { user in
-            guard !user.name.isEmpty else { throw Failure(code: 8) }
+            guard !user.name.isEmpty else { throw StubError("8") }
             return user.name
         }
         notify.takeInput(from: save) { _ in 1 }
@@ -98,15 +93,15 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
         AsyncOperationQueue().addChain([fetch, save, notify], waitUntilFinished: true)
 
         #expect(ran.current == 0)
-        #expect(save.errors.compactMap { $0 as? Failure } == [Failure(code: 8)])
-        #expect(notify.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "notify", upstream: "save", reason: "failure 8")])
+        #expect(save.errors.compactMap { $0 as? StubError } == [StubError("8")])
+        #expect(notify.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "notify", upstream: "save", reason: "StubError(8)")])
     }
 
     // MARK: - Failures travel forward
 
     @Test func upstreamFailure_finishesEveryDownstreamOperation_withoutExecuting_namingTheFirstFailure() {
         let ran = Counter()
-        let fetch = named("fetch", ResultBlockOperation<User> { throw Failure(code: 5) })
+        let fetch = named("fetch", ResultBlockOperation<User> { throw StubError("5") })
         let greet = named("greet", InputBlockOperation { (user: User) in ran.increment(); return user.name })
         let shout = named("shout", Shout())
         greet.takeInput(from: fetch)
@@ -116,11 +111,11 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
 
         #expect(ran.current == 0)
         // One error each, although addChain and takeInput both link the same pairs.
-        #expect(greet.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "greet", upstream: "fetch", reason: "failure 5")])
-        #expect(shout.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "shout", upstream: "fetch", reason: "failure 5")])
+        #expect(greet.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "greet", upstream: "fetch", reason: "StubError(5)")])
+        #expect(shout.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "shout", upstream: "fetch", reason: "StubError(5)")])
         #expect(shout.output == nil)
         if case .failure(let error)? = shout.result {
-            #expect("\(error)" == "'shout' was not run: 'fetch', before it in the chain, failed: failure 5")
+            #expect("\(error)" == "'shout' was not run: 'fetch', before it in the chain, failed: StubError(5)")
         } else {
             Issue.record("shout should have failed")
         }
@@ -202,7 +197,7 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
     }
 
     @Test func failedChain_isReleased_withoutCycles() {
-        var fetch: ResultBlockOperation<Int>? = ResultBlockOperation { throw Failure(code: 1) }
+        var fetch: ResultBlockOperation<Int>? = ResultBlockOperation { throw StubError("1") }
         var double: InputBlockOperation<Int, Int>? = InputBlockOperation { $0 * 2 }
         double!.takeInput(from: fetch!)
         let probes: [WeakProbe<AsyncOperation>] = [WeakProbe(fetch!), WeakProbe(double!)]

@@ -3,7 +3,9 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Broken: Error, Equatable {}
+private extension StubError {
+    static let broken = StubError("broken")
+}
 
 @Suite struct ResultOperationTests {
     @Test func finishProducing_givesTheOutputAsResult() throws {
@@ -14,14 +16,14 @@ private struct Broken: Error, Equatable {}
     }
 
     @Test func thrownError_isTheResult_andNoOutput() {
-        let operation = ResultBlockOperation<Int> { throw Broken() }
+        let operation = ResultBlockOperation<Int> { throw StubError.broken }
         AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
         #expect(operation.output == nil)
         guard case let .failure(error)? = operation.result else {
             Issue.record("expected a failure")
             return
         }
-        #expect(error as? Broken == Broken())
+        #expect(error as? StubError == .broken)
     }
 
     @Test func finishingWithoutOutput_saysSo_ratherThanCancellation() {
@@ -57,7 +59,7 @@ private struct Broken: Error, Equatable {}
         final class Racer: ResultOperation<Int>, @unchecked Sendable {
             override func execute() {
                 DispatchQueue.global().async { self.finish(producing: 1) }
-                DispatchQueue.global().async { self.finish(with: Broken()) }
+                DispatchQueue.global().async { self.finish(with: StubError.broken) }
             }
         }
         let queue = AsyncOperationQueue()

@@ -1,11 +1,10 @@
 import Foundation
 @testable import Operations
 import Testing
+import TestSupport
 
 // The lifecycle rules, without threads: each event on the pure state machine and the action it
 // asks for.
-
-private struct Failure: Error {}
 
 private struct Condition: OperationCondition {
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
@@ -80,7 +79,7 @@ private struct Condition: OperationCondition {
         state.unfinishedDependencies = [ObjectIdentifier(NSObject())]
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing()
-        guard case .cancel(_, .none) = state.cancel(error: Failure()) else {
+        guard case .cancel(_, .none) = state.cancel(error: StubError()) else {
             Issue.record("expected a cancellation")
             return
         }
@@ -95,7 +94,7 @@ private struct Condition: OperationCondition {
     @Test func finishAfterHandOff_waitsForFoundationToStartIt() {
         var state = OperationLifecycle()
         _ = state.enqueue(on: queue, ticket: 1)
-        guard case .none = state.finish(errors: [Failure()]) else {
+        guard case .none = state.finish(errors: [StubError()]) else {
             Issue.record("Foundation holds it: it finishes when started")
             return
         }

@@ -149,10 +149,11 @@ private struct StressPlan {
 
 // MARK: - Running a plan
 
-private enum StressError: Error, Equatable {
-    case conditionFailed(Int)
-    case bodyFailed(Int)
-    case cancelled(Int)
+/// The errors a run hands out, each naming the operation it came from.
+private extension StubError {
+    static func conditionFailed(_ index: Int) -> StubError { StubError("conditionFailed(op\(index))") }
+    static func bodyFailed(_ index: Int) -> StubError { StubError("bodyFailed(op\(index))") }
+    static func cancelled(_ index: Int) -> StubError { StubError("cancelled(op\(index))") }
 }
 
 private enum StressEvent: Equatable {
@@ -236,7 +237,7 @@ private struct StressObserver: OperationObserver {
 private struct StressCondition: OperationCondition {
     let spec: StressPlan.ConditionSpec
     let categories: Set<String>
-    let failure: StressError
+    let failure: StubError
 
     var mutuallyExclusiveCategories: Set<String> { categories }
 
@@ -255,7 +256,7 @@ private struct StressReport {
     struct Outcome {
         var isFinished: Bool
         var isCancelled: Bool
-        var errors: [StressError?]
+        var errors: [StubError?]
     }
 
     var plan: StressPlan
@@ -317,7 +318,7 @@ private enum StressRun {
                     sleep(until: start, plus: cancellation.afterMicroseconds)
                     let operation = operations[cancellation.index]
                     if cancellation.withError {
-                        operation.cancel(with: StressError.cancelled(cancellation.index))
+                        operation.cancel(with: StubError.cancelled(cancellation.index))
                     } else {
                         operation.cancel()
                     }
@@ -345,7 +346,7 @@ private enum StressRun {
             StressReport.Outcome(
                 isFinished: operation.isFinished,
                 isCancelled: operation.isCancelled,
-                errors: operation.errors.map { $0 as? StressError }
+                errors: operation.errors.asStubErrors
             )
         }
         return operations.map { WeakProbe<AsyncOperation>($0) }
@@ -371,13 +372,13 @@ private enum StressRun {
                 operation = AsyncBlockOperation {
                     ledger.bodyBegan(index)
                     if work > 0 { usleep(work) }
-                    throw StressError.bodyFailed(index)
+                    throw StubError.bodyFailed(index)
                 }
             case let .continuation(delay, fails):
                 operation = AsyncBlockOperation { finish in
                     ledger.bodyBegan(index)
                     DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(delay))) {
-                        finish(fails ? StressError.bodyFailed(index) : nil)
+                        finish(fails ? StubError.bodyFailed(index) : nil)
                     }
                 }
             }

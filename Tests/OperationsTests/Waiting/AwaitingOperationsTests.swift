@@ -3,10 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
 @Suite struct AwaitingOperationsTests {
     // MARK: - finished()
 
@@ -40,19 +36,19 @@ private struct Failure: Error, Equatable {
     }
 
     @Test func finished_throwsTheOnlyErrorAsIs() async {
-        let operation = AsyncBlockOperation { throw Failure(code: 1) }
+        let operation = AsyncBlockOperation { throw StubError("1") }
         AsyncOperationQueue().addOperation(operation)
-        await #expect(throws: Failure(code: 1)) { try await operation.finished() }
+        await #expect(throws: StubError("1")) { try await operation.finished() }
     }
 
     @Test func finished_throwsSeveralErrorsTogether() async {
         let group = GroupOperation(operations: [
-            AsyncBlockOperation { throw Failure(code: 1) },
-            AsyncBlockOperation { throw Failure(code: 2) },
+            AsyncBlockOperation { throw StubError("1") },
+            AsyncBlockOperation { throw StubError("2") },
         ])
         group.maxConcurrentOperationCount = 1
         AsyncOperationQueue().addOperation(group)
-        let expected = AsyncOperationError.multipleErrors(operation: "GroupOperation", errors: [Failure(code: 1), Failure(code: 2)])
+        let expected = AsyncOperationError.multipleErrors(operation: "GroupOperation", errors: [StubError("1"), StubError("2")])
         await #expect(throws: expected) { try await group.finished() }
     }
 
@@ -127,9 +123,9 @@ private struct Failure: Error, Equatable {
     }
 
     @Test func value_ofAFailedOperation_throwsItsError() async {
-        let operation = ResultBlockOperation<Int> { throw Failure(code: 9) }
+        let operation = ResultBlockOperation<Int> { throw StubError("9") }
         AsyncOperationQueue().addOperation(operation)
-        await #expect(throws: Failure(code: 9)) { try await operation.value }
+        await #expect(throws: StubError("9")) { try await operation.value }
     }
 
     @Test func value_ofACancelledOperation_throwsCancellationError() async {

@@ -3,10 +3,7 @@ import Operations
 import Testing
 import TestSupport
 
-private struct Failure: Error, Equatable {
-    let code: Int
-}
-
+// Stays private: deliberately not Equatable, so `multipleErrors` must compare it by type and description.
 private struct Opaque: Error {
     let text: String
 }
@@ -43,17 +40,17 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
     }
 
     @Test func failingOperation_throwsItsErrorAsItIs() {
-        let operation = AsyncBlockOperation { throw Failure(code: 7) }
-        #expect(throws: Failure(code: 7)) { try operation.runAndWait() }
+        let operation = AsyncBlockOperation { throw StubError("7") }
+        #expect(throws: StubError("7")) { try operation.runAndWait() }
     }
 
     @Test func severalErrors_areThrownTogether_inTheOrderCollected() {
         let group = GroupOperation(operations: [
-            AsyncBlockOperation { throw Failure(code: 1) },
-            AsyncBlockOperation { throw Failure(code: 2) },
+            AsyncBlockOperation { throw StubError("1") },
+            AsyncBlockOperation { throw StubError("2") },
         ])
         group.maxConcurrentOperationCount = 1
-        let expected = AsyncOperationError.multipleErrors(operation: "GroupOperation", errors: [Failure(code: 1), Failure(code: 2)])
+        let expected = AsyncOperationError.multipleErrors(operation: "GroupOperation", errors: [StubError("1"), StubError("2")])
         #expect(throws: expected) { try group.runAndWait() }
     }
 
@@ -68,8 +65,8 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
 
     @Test func cancelledWithError_throwsThatError() {
         let operation = AsyncBlockOperation {}
-        operation.cancel(with: Failure(code: 3))
-        #expect(throws: Failure(code: 3)) { try operation.runAndWait() }
+        operation.cancel(with: StubError("3"))
+        #expect(throws: StubError("3")) { try operation.runAndWait() }
     }
 
     @Test func resultOperation_returnsItsOutput() throws {
@@ -78,8 +75,8 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
     }
 
     @Test func resultOperation_failing_throws() {
-        let operation = ResultBlockOperation<Int> { throw Failure(code: 4) }
-        #expect(throws: Failure(code: 4)) { try operation.runAndWait() }
+        let operation = ResultBlockOperation<Int> { throw StubError("4") }
+        #expect(throws: StubError("4")) { try operation.runAndWait() }
     }
 
     @Test func resultOperation_finishedWithoutOutput_throwsFinishedWithoutOutput() {
@@ -264,14 +261,14 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
     // MARK: - The errors it throws
 
     @Test func multipleErrors_compareTheirErrors_andDescribeThem() {
-        let one = AsyncOperationError.multipleErrors(operation: "sync", errors: [Failure(code: 1), Opaque(text: "a")])
-        #expect(one == .multipleErrors(operation: "sync", errors: [Failure(code: 1), Opaque(text: "a")]))
-        #expect(one != .multipleErrors(operation: "sync", errors: [Failure(code: 2), Opaque(text: "a")]))
-        #expect(one != .multipleErrors(operation: "sync", errors: [Failure(code: 1), Opaque(text: "b")]))
-        #expect(one != .multipleErrors(operation: "sync", errors: [Failure(code: 1)]))
-        #expect(one != .multipleErrors(operation: "other", errors: [Failure(code: 1), Opaque(text: "a")]))
+        let one = AsyncOperationError.multipleErrors(operation: "sync", errors: [StubError("1"), Opaque(text: "a")])
+        #expect(one == .multipleErrors(operation: "sync", errors: [StubError("1"), Opaque(text: "a")]))
+        #expect(one != .multipleErrors(operation: "sync", errors: [StubError("2"), Opaque(text: "a")]))
+        #expect(one != .multipleErrors(operation: "sync", errors: [StubError("1"), Opaque(text: "b")]))
+        #expect(one != .multipleErrors(operation: "sync", errors: [StubError("1")]))
+        #expect(one != .multipleErrors(operation: "other", errors: [StubError("1"), Opaque(text: "a")]))
         #expect(one != .waitTimedOut(operation: "sync", after: 1))
-        #expect(one.description == #"'sync' failed with 2 errors: Failure(code: 1); Opaque(text: "a")"#)
+        #expect(one.description == #"'sync' failed with 2 errors: StubError(1); Opaque(text: "a")"#)
     }
 
     @Test func waitErrors_sayWhatHappened() {
