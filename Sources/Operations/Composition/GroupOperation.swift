@@ -49,7 +49,7 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
         super.init()
         queue.name = "GroupOperation children"
         queue.isSuspended = true
-        queue.book.withLock { $0.group = self }
+        queue.attach(to: self)
         addChildren(operations)
     }
 

@@ -38,9 +38,13 @@ final class ExclusivityController: Sendable {
         grant(state.withLock { $0.release(categories) })
     }
 
-    /// Takes an operation out of line (it finished, or its queue was suspended, while in line).
-    func withdraw(place: LinePlace, from categories: [String]) {
-        grant(state.withLock { $0.withdraw(place: place, from: categories) })
+    /// Takes an operation out of line (it finished, or its queue was suspended, while in line);
+    /// `false` if it was not in line (it was granted its categories meanwhile, say).
+    @discardableResult
+    func withdraw(place: LinePlace, from categories: [String]) -> Bool {
+        let (wasInLine, granted) = state.withLock { $0.withdraw(place: place, from: categories) }
+        grant(granted)
+        return wasInLine
     }
 
     /// The categories currently held, for tests and diagnostics.

@@ -61,12 +61,14 @@ struct ExclusivityState {
         return Granted(grantWaiters(in: names))
     }
 
-    mutating func withdraw(place: LinePlace, from names: [String]) -> Granted {
+    /// Takes the waiter at `place` out of `names`' lines; `wasInLine` is false if it stood in
+    /// none of them (it was granted meanwhile, say).
+    mutating func withdraw(place: LinePlace, from names: [String]) -> (wasInLine: Bool, granted: Granted) {
         var wasInLine = false
         for name in names {
             if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
         }
-        return wasInLine ? Granted(grantWaiters(in: names)) : .none
+        return (wasInLine, wasInLine ? Granted(grantWaiters(in: names)) : .none)
     }
 
     // MARK: One category: a single lookup

@@ -13,55 +13,34 @@ import Foundation
 /// }
 /// ```
 ///
-/// `output` is `nil` until the operation finishes, and stays `nil` if it failed or was cancelled.
-// @unchecked Sendable: `storedOutput` lives in a `Locked` value; the rest is `AsyncOperation`'s.
+/// `output` is `nil` until the operation finishes with a value; `result` is the verdict, which
+/// counts a cancellation or an error as a failure even when a value was produced.
+// @unchecked Sendable: the output lives in the lifecycle, reached only under its lock.
 open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendable {
-    private struct OutputSlot {
-        var value: Output?
-        var isClaimed = false
-    }
-
-    private let storedOutput = Locked.make(OutputSlot())
-
     /// Creates an operation that will produce an `Output`.
     public override init() {
         super.init()
     }
 
-    /// The value the operation produced; `nil` until it finished successfully.
+    /// The value the operation produced; `nil` until it finished with one.
     public final var output: Output? {
-        storedOutput.withLock { $0.value }
+        lifecycle.withLock { $0.output } as? Output
     }
 
-    /// The operation's outcome once it finished: its first error if it has any; otherwise
+    /// The operation's outcome once it finished, exactly what `value` and `runAndWait()` give:
+    /// its only error as it is, several as `AsyncOperationError.multipleErrors`; otherwise
     /// `CancellationError` if it was cancelled (even if it produced a value before it noticed);
-    /// otherwise its output, or `AsyncOperationError.finishedWithoutOutput` if it finished
-    /// without producing one. `nil` while it has not finished.
+    /// otherwise its output, or `AsyncOperationError.finishedWithoutOutput` if it finished without
+    /// producing one. `nil` while it has not finished.
     public final var result: Result<Output, any Error>? {
         guard isFinished else { return nil }
-        if let error = errors.first { return .failure(error) }
-        if isCancelled { return .failure(CancellationError()) }
-        if let output { return .success(output) }
-        return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))
+        return outcome
     }
 
     /// Finishes the operation with `output` as its value. Ignored (like any late finish) once the
     /// operation has finished.
     public final func finish(producing output: Output) {
-        // The value is stored in the same locked step that accepts the finish, so a concurrent
-        // finish(with: error) either wins outright or loses outright.
-        let action = lifecycle.withLock { state -> OperationLifecycle.FinishAction in
-            let accepted = state.phase < .finishing && !state.finishRequestedBeforeStart
-            let action = state.finish(errors: [])
-            if accepted {
-                storedOutput.withLock { slot in
-                    slot.isClaimed = true
-                    slot.value = output
-                }
-            }
-            return action
-        }
-        perform(action)
+        perform(lifecycle.withLock { $0.finish(producing: output) })
     }
 
     /// Finishes the operation with the value or the error in `result`.

@@ -10,12 +10,7 @@ extension AsyncOperation {
     /// operation.addCondition(MutuallyExclusive<Database>())
     /// ```
     public final func addCondition(_ condition: any OperationCondition) {
-        let (accepted, alreadyEnqueued) = lifecycle.withLock { state -> (Bool, Bool) in
-            guard state.phase <= .pending else { return (false, false) }
-            state.conditions.append(condition)
-            return (true, state.phase == .pending)
-        }
-        guard accepted else {
+        guard let alreadyEnqueued = lifecycle.withLock({ $0.addCondition(condition) }) else {
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
             return
         }
@@ -37,12 +32,15 @@ extension AsyncOperation {
         advance(lifecycle.withLock { $0.finishEnqueuing() })
     }
 
+    /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
+    /// `queue`. A dependency that would close a cycle is diagnosed as `addDependency(_:)` does:
+    /// the operation finishes with `AsyncOperationError.dependencyCycle` instead of waiting forever.
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
-        lifecycle.withLock { state in
-            state.dependencies.append(dependency)
-            state.unfinishedDependencies.append(ObjectIdentifier(dependency))
+        if dependency === self || dependencyWouldCloseCycle(dependency, searchingEveryDependency: true) {
+            recordCycle(through: dependency)
+        } else if lifecycle.withLock({ $0.addConditionDependency(dependency) }) {
+            startWaiting(for: dependency)
         }
-        startWaiting(for: dependency)
         (queue ?? FallbackQueue.shared).addOperation(dependency)
     }
 
@@ -54,13 +52,18 @@ extension AsyncOperation {
             finish(errors: errors)
         case let .finishClosingCycle(dependencyName):
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
-        case let .conditionsPassed(categories):
-            acquire(categories)
-        case let .evaluateConditions(conditions, queue):
+        case let .proceedWithoutConditions(queue, ticket):
+            if let queue, !queue.requestTurn(for: self, ticket: ticket).mayProceed {
+                return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
+            }
+            acquire([])
+        case let .evaluateConditions(conditions, queue, ticket):
             var group: GroupOperation?
             if let queue {
-                let (parked, enclosingGroup) = queue.parkIfSuspended(self)
-                if parked { return } // a suspended queue evaluates nothing; resumeAfterSuspension() picks up
+                let (mayProceed, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket)
+                // A suspended queue evaluates nothing, and a serial one one operation at a time:
+                // continueTowardsExecution() picks up when its turn comes.
+                if !mayProceed { return }
                 group = enclosingGroup
             }
             evaluate(conditions, in: group)
@@ -74,14 +77,7 @@ extension AsyncOperation {
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return
         }
-        let dispatch = lifecycle.withLock { state -> OperationLifecycle.ConditionAction? in
-            guard state.dispatchConditions() else { return nil }
-            if !categories.isEmpty {
-                if state.ticket == 0 { state.ticket = Ticket.next() } // started by hand: no queue gave it one
-                state.categories = categories
-            }
-            return state.answerConditionsSatisfiedByConstruction()
-        }
+        let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories) }
         guard let dispatch else { return }
         if case let .passed(categories) = dispatch {
             // Nothing left to evaluate; evaluation only began after a look at the suspension.
@@ -179,11 +175,7 @@ extension AsyncOperation {
     /// Called by the exclusivity controller under its lock, so a reservation never lands after
     /// the operation already asked for (or gave up) its categories.
     func enterLineIfStillEvaluating() -> (place: LinePlace, categories: [String])? {
-        lifecycle.withLock { state in
-            guard state.phase == .evaluatingConditions, !state.categories.isEmpty else { return nil }
-            state.hasReservation = true
-            return (state.linePlace, state.categories)
-        }
+        lifecycle.withLock { $0.reserveLineWhileEvaluating() }
     }
 
     /// Asks for the categories once the conditions passed. `suspensionJustChecked`: the caller
@@ -193,27 +185,57 @@ extension AsyncOperation {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
         }
-        // Optimistically marked as in line; undone below if the queue turns out to be suspended.
-        let (queue, place, hadReservation) = lifecycle.withLock { state in
-            defer { state.hasReservation = true }
-            return (state.queue, state.linePlace, state.hasReservation)
+        let queue = lifecycle.withLock { $0.queue }
+        if !suspensionJustChecked, let queue, queue.isSuspendedForScheduling {
+            // A suspended queue takes no category: leave the line rather than hold it up, and
+            // come back (with the same ticket, so the same place) when the queue resumes.
+            leaveCategoryLines()
+            if queue.parkIfSuspended(self, ticket: lifecycle.withLock { $0.ticket }) { return }
         }
-        if !suspensionJustChecked, let queue, queue.parkIfSuspended(self).parked {
-            // A suspended queue starts nothing: leave the line rather than hold it up, and come
-            // back (with the same ticket, so the same place) when the queue resumes.
-            lifecycle.withLock { $0.hasReservation = false }
-            if hadReservation {
-                ExclusivityController.shared.withdraw(place: place, from: categories)
-            }
-            return
-        }
+        // Marked as in line first, so that a finish from now on takes it out of line again.
+        guard let place = lifecycle.withLock({ $0.enterLine() }) else { return }
         if ExclusivityController.shared.acquire(categories, for: self, place: place) {
             categoriesWereGranted()
         }
     }
 
-    /// Called when a suspended queue resumes.
-    func resumeAfterSuspension() {
+    /// Leaves the lines of the categories it waits for, if it stands in them; `true` if it did.
+    @discardableResult
+    private func leaveCategoryLines() -> Bool {
+        guard let (place, categories) = lifecycle.withLock({ $0.leaveLine() }) else { return false }
+        return ExclusivityController.shared.withdraw(place: place, from: categories)
+    }
+
+    /// Its queue was suspended while it waits in a category's line: it steps out, and back in
+    /// when the queue resumes. (If it was granted its categories meanwhile, the hand-off gives
+    /// them back instead: `giveBackCategoriesWhileSuspended()`.)
+    func leaveCategoryLinesWhileSuspended() {
+        guard leaveCategoryLines(), let (queue, ticket) = lifecycle.withLock({ state in state.queue.map { ($0, state.ticket) } }) else { return }
+        if !queue.parkIfSuspended(self, ticket: ticket) {
+            continueTowardsExecution() // resumed meanwhile
+        }
+    }
+
+    /// Granted its categories while its queue is suspended: it gives them back (a suspended
+    /// queue takes no category) and asks again when the queue resumes.
+    func giveBackCategoriesWhileSuspended() {
+        let (returned, queue, ticket) = lifecycle.withLock { state in
+            (state.returnCategoriesWhileSuspended(), state.queue, state.ticket)
+        }
+        guard let returned else {
+            // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
+            queue?.handOff(self, holdsCategories: false)
+            return
+        }
+        ExclusivityController.shared.release(returned)
+        if let queue, !queue.parkIfSuspended(self, ticket: ticket) {
+            continueTowardsExecution() // resumed meanwhile
+        }
+    }
+
+    /// Goes on towards execution when its queue lets it: its turn came (a serial queue), or the
+    /// queue resumed.
+    func continueTowardsExecution() {
         switch lifecycle.withLock({ $0.resumeAfterSuspension() }) {
         case .none:
             break
@@ -233,8 +255,8 @@ extension AsyncOperation {
         switch action {
         case .none:
             break
-        case .handOff:
-            lifecycle.withLock { $0.queue }?.handOff(self)
+        case let .handOff(holdsCategories):
+            lifecycle.withLock { $0.queue }?.handOff(self, holdsCategories: holdsCategories)
         case let .startExecuting(observers):
             beginExecution(observers: observers)
         case .releaseAtOnce:

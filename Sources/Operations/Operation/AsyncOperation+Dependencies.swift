@@ -16,17 +16,13 @@ extension AsyncOperation {
             let watcher = DependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
-            lifecycle.withLock { $0.dependencyWatchers[id] = watcher }
+            lifecycle.withLock { $0.watch(id, with: watcher) }
         }
     }
 
     /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
     func addDependent(_ dependent: AsyncOperation) -> Bool {
-        lifecycle.withLock { state in
-            guard state.phase < .finished else { return false }
-            state.dependents.append(Weak(dependent))
-            return true
-        }
+        lifecycle.withLock { $0.addDependent(dependent) }
     }
 
     func dependencyDidFinish(_ id: ObjectIdentifier) {
@@ -53,7 +49,7 @@ extension AsyncOperation {
 
     func recordCycle(through dependency: Operation) {
         let name = dependency.displayName
-        lifecycle.withLock { $0.cycleDependencyName = name }
+        lifecycle.withLock { $0.recordCycle(through: name) }
         OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
     }
 
@@ -63,11 +59,11 @@ extension AsyncOperation {
     /// (building a chain of `AsyncOperation`s front to back) costs one check. Plain Foundation
     /// operations that wait for this one are invisible to it, so a plain dependency is always
     /// searched.
-    func dependencyWouldCloseCycle(_ dependency: Operation) -> Bool {
+    func dependencyWouldCloseCycle(_ dependency: Operation, searchingEveryDependency: Bool = false) -> Bool {
         let hasDependents = lifecycle.withLock { state in
             state.dependents.contains { $0.object != nil }
         }
-        guard hasDependents || !(dependency is AsyncOperation) else { return false }
+        guard searchingEveryDependency || hasDependents || !(dependency is AsyncOperation) else { return false }
         var visited: Set<ObjectIdentifier> = []
         var stack: [Operation] = [dependency]
         while let next = stack.popLast() {

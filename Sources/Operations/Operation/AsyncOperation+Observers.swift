@@ -8,12 +8,7 @@ extension AsyncOperation {
     /// what happens from then on. Added after the operation finished, it is reported as
     /// `.configuredTooLate` and ignored.
     public final func addObserver(_ observer: any OperationObserver) {
-        let accepted = lifecycle.withLock { state -> Bool in
-            guard state.phase < .finishing else { return false }
-            state.observers.append(observer)
-            return true
-        }
-        if !accepted {
+        if !lifecycle.withLock({ $0.addObserver(observer) }) {
             OperationDiagnostics.report(.configuredTooLate, self, "addObserver(_:) was called after the operation finished; the observer was ignored")
         }
     }
@@ -25,10 +20,7 @@ extension AsyncOperation {
     /// reports `.producedWithoutQueue` and runs `operation` on a shared queue, so no work is lost.
     public final func produce(_ operation: Operation) {
         let (queue, observers) = lifecycle.withLock { state -> (OperationQueue?, [any OperationObserver]?) in
-            let queue: OperationQueue? = state.queue ?? state.foreignQueue
-            guard state.phase < .finishing else { return (queue, nil) }
-            state.notificationsInFlight += 1
-            return (queue, state.observers)
+            (state.queue ?? state.foreignQueue, state.announceProduced())
         }
         if let queue {
             queue.addOperation(operation)

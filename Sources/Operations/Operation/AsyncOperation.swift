@@ -39,10 +39,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     deinit {
-        var released: [AnyObject] = lifecycle.withLock { state in
-            defer { state.dependencies = [] }
-            return state.dependencies
-        }
+        var released = lifecycle.withLock { $0.takeDependencies() }
         DeferredRelease.release(&released)
     }
 
@@ -76,7 +73,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// was cancelled), and on an `AsyncOperationQueue` its conditions passed and its categories
     /// are held.
     public final override var isReady: Bool {
-        lifecycle.withLock { $0.isReadyForFoundation }
+        let (isReady, isOnNoQueue) = lifecycle.withLock { ($0.isReadyForFoundation, $0.phase == .initialized) }
+        // Not on a queue of ours: Foundation's own readiness counts too (Apple's rule for
+        // subclasses that override `isReady`).
+        return isOnNoQueue ? isReady && super.isReady : isReady
     }
 
     /// Whether the operation is executing.
@@ -134,7 +134,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 finish(with: AsyncOperationError.startedBeforeDependenciesFinished(operation: displayName))
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
-                lifecycle.withLock { $0.foreignQueue = callerQueue }
+                lifecycle.withLock { $0.startedOn(callerQueue) }
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .reportOutOfTurn(message):
                 OperationDiagnostics.report(.startedOutOfTurn, self, message)
@@ -194,18 +194,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
     private func isFinishHeldBack(_ action: OperationLifecycle.FinishAction) -> Bool {
-        let offer = lifecycle.withLock { state -> Bool in
-            guard !state.executionBegan, !state.finishHoldOffered else { return false }
-            state.finishHoldOffered = true
-            state.heldFinish = action // stored first: the subclass may deliver it before returning
-            return true
-        }
-        guard offer else { return false }
+        // Stored first: the subclass may deliver it before returning.
+        guard lifecycle.withLock({ $0.offerToHoldFinish(action) }) else { return false }
         if holdsFinishWithoutExecuting() { return true }
-        return lifecycle.withLock { state in
-            defer { state.heldFinish = nil }
-            return state.heldFinish == nil // already delivered by the subclass after all
-        }
+        return lifecycle.withLock { $0.takeHeldFinish() } == nil // already delivered by the subclass after all
     }
 
     /// Called once when the operation is about to finish without having executed. Return `true`
@@ -215,11 +207,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
     func deliverHeldFinish() {
-        let held = lifecycle.withLock { state in
-            defer { state.heldFinish = nil }
-            return state.heldFinish
-        }
-        if let held {
+        if let held = lifecycle.withLock({ $0.takeHeldFinish() }) {
             perform(held)
         }
     }
@@ -240,7 +228,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         }
         remains.queue?.operationDidFinish(self, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
         #if canImport(Darwin)
-        if remains.wasExecuting { didChangeValue(forKey: ObservedKey.isExecuting) }
+        didChangeValue(forKey: ObservedKey.isExecuting) // pairs the will above, executed or not
         #endif
         didChangeValue(forKey: ObservedKey.isFinished) // Foundation's queue lets go of it here
         remains.queue?.operationDidLeave()
@@ -314,21 +302,19 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             return
         }
         let id = ObjectIdentifier(operation)
-        let accepted = lifecycle.withLock { state -> Bool? in
-            guard state.phase <= .pending else { return nil }
-            guard !state.dependencies.contains(where: { $0 === operation }) else { return false }
-            state.dependencies.append(operation)
-            state.unfinishedDependencies.append(id) // counted at once, so no advance can slip past it
-            return true
-        }
-        switch accepted {
+        // Not on a queue yet: Foundation (and KVO on Apple platforms) reads `isReady`, which this
+        // changes. The pair is balanced whatever the outcome.
+        let announcesReadiness = lifecycle.withLock { $0.phase == .initialized }
+        if announcesReadiness { willChangeValue(forKey: ObservedKey.isReady) }
+        defer { if announcesReadiness { didChangeValue(forKey: ObservedKey.isReady) } }
+        switch lifecycle.withLock({ $0.addDependency(operation) }) {
         case nil:
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
         case false?:
             break
         case true?:
             if dependencyWouldCloseCycle(operation) {
-                lifecycle.withLock { state in state.unfinishedDependencies.removeAll { $0 == id } }
+                lifecycle.withLock { $0.forgetUnfinishedDependency(id) }
                 recordCycle(through: operation)
             } else {
                 startWaiting(for: operation)
@@ -340,10 +326,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// dependencies.
     open override func removeDependency(_ operation: Operation) {
         let id = ObjectIdentifier(operation)
-        let watcher = lifecycle.withLock { state -> Operation? in
-            state.dependencies.removeAll { $0 === operation }
-            return state.dependencyWatchers[id]
-        }
+        let watcher = lifecycle.withLock { $0.removeDependency(operation) }
         if let watcher { DependencyWatcher.stop(watcher) }
         dependencyDidFinish(id)
     }

@@ -26,65 +26,67 @@ struct OperationLifecycle {
         static func < (lhs: Phase, rhs: Phase) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    var phase = Phase.initialized
-    var isCancelled = false
-    var errors: [any Error] = []
+    private(set) var phase = Phase.initialized
+    private(set) var isCancelled = false
+    private(set) var errors: [any Error] = []
+    /// The value a `ResultOperation` produced, stored in the step that accepts its finish.
+    private(set) var output: (any Sendable)?
 
-    var conditions: [any OperationCondition] = []
-    var observers: [any OperationObserver] = []
+    private(set) var conditions: [any OperationCondition] = []
+    private(set) var observers: [any OperationObserver] = []
 
     /// Dependencies as the user gave them (what `dependencies` returns).
-    var dependencies: [Operation] = []
+    private(set) var dependencies: [Operation] = []
     /// Dependencies that have not finished yet.
-    var unfinishedDependencies: [ObjectIdentifier] = []
+    private(set) var unfinishedDependencies: [ObjectIdentifier] = []
     /// Watchers that report when a plain Foundation dependency finishes.
-    var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
+    private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
     /// Operations waiting for this one to finish.
-    var dependents: [Weak<AsyncOperation>] = []
+    private(set) var dependents: [Weak<AsyncOperation>] = []
     /// The dependency that closes a dependency cycle, if one was detected.
-    var cycleDependencyName: String?
+    private(set) var cycleDependencyName: String?
 
     /// The queue managing this operation, when it was added to an `AsyncOperationQueue`. Held
     /// strongly until the operation finishes, as Foundation's queues are kept alive by their work.
-    var queue: AsyncOperationQueue?
+    private(set) var queue: AsyncOperationQueue?
     /// True once the operation was handed to Foundation's queue (which then owns its finishing).
-    var wasHandedOff = false
+    private(set) var wasHandedOff = false
     /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
-    weak var foreignQueue: OperationQueue?
+    private(set) weak var foreignQueue: OperationQueue?
     /// True when `start()` was called by a plain queue or by hand rather than after a hand-off.
-    var startedByCaller = false
+    private(set) var startedByCaller = false
     /// True once `execute()` was (or is about to be) called.
-    var executionBegan = false
+    private(set) var executionBegan = false
     /// Global order in which operations were added to queues (FIFO within a category).
-    var ticket: UInt64 = 0
+    private(set) var ticket: UInt64 = 0
     /// The ticket of the outermost group this operation is a child of; 0 for a top-level one.
-    var lineRoot: UInt64 = 0
+    private(set) var lineRoot: UInt64 = 0
 
     /// Where this operation stands in its categories' lines.
     var linePlace: LinePlace {
         LinePlace(root: lineRoot == 0 ? ticket : lineRoot, ticket: ticket)
     }
 
-    var categories: [String] = []
-    var holdsCategories = false
+    private(set) var categories: [String] = []
+    private(set) var holdsCategories = false
     /// In line (or about to be) for its categories at the exclusivity controller.
-    var hasReservation = false
+    private(set) var hasReservation = false
 
-    var conditionEvaluation = ConditionEvaluation()
+    private(set) var conditionEvaluation = ConditionEvaluation()
     /// Set once the conditions were handed out for evaluation (not while parked by a suspended queue).
-    var conditionsDispatched = false
+    private(set) var conditionsDispatched = false
 
     /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
-    var notificationsInFlight = 0
-    var finishWaitsForNotifications = false
+    private(set) var notificationsInFlight = 0
+    private(set) var finishWaitsForNotifications = false
     /// `finish(with:)` was called after the hand-off but before Foundation started the operation.
-    var finishRequestedBeforeStart = false
+    private(set) var finishRequestedBeforeStart = false
     /// Finished while waiting in line for categories: leave the line.
-    var withdrawsFromCategories = false
+    private(set) var withdrawsFromCategories = false
     /// Whether a subclass was already offered to hold back a finish without execution.
-    var finishHoldOffered = false
+    private(set) var finishHoldOffered = false
     /// A finish a subclass holds back until it is ready (a group draining its children).
-    var heldFinish: FinishAction?
+    private(set) var heldFinish: FinishAction?
 
     /// Book-keeping for one round of condition evaluation.
     struct ConditionEvaluation {
@@ -184,8 +186,10 @@ struct OperationLifecycle {
 
     enum AdvanceAction {
         case none
-        case evaluateConditions([any OperationCondition], queue: AsyncOperationQueue?)
-        case conditionsPassed(categories: [String])
+        /// Evaluate the conditions, when `queue` (if any) gives the operation its turn.
+        case evaluateConditions([any OperationCondition], queue: AsyncOperationQueue?, ticket: UInt64)
+        /// No conditions: go on to hand-off, when `queue` (if any) gives the operation its turn.
+        case proceedWithoutConditions(queue: AsyncOperationQueue?, ticket: UInt64)
         case finish([any Error])
         /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
         case finishClosingCycle(dependencyName: String)
@@ -209,11 +213,11 @@ struct OperationLifecycle {
         if conditions.isEmpty {
             categories = []
             phase = .waitingForCategories
-            return .conditionsPassed(categories: [])
+            return .proceedWithoutConditions(queue: queue, ticket: ticket)
         }
         phase = .evaluatingConditions
         conditionEvaluation = ConditionEvaluation(awaiting: conditions.count)
-        return .evaluateConditions(conditions, queue: queue)
+        return .evaluateConditions(conditions, queue: queue, ticket: ticket)
     }
 
     enum DependencyAction {
@@ -230,6 +234,102 @@ struct OperationLifecycle {
         guard unfinishedDependencies.isEmpty else { return .none }
         if phase == .initialized { return .announceReady }
         return .advance(advanceIfDependenciesFinished())
+    }
+
+    // MARK: - Configuration before the operation starts waiting
+
+    /// Adds a dependency the user gave; `nil` once the operation stopped waiting for
+    /// dependencies, `false` if it already has it. Counted as unfinished at once, so no advance
+    /// can slip past it.
+    mutating func addDependency(_ operation: Operation) -> Bool? {
+        guard phase <= .pending else { return nil }
+        guard !dependencies.contains(where: { $0 === operation }) else { return false }
+        dependencies.append(operation)
+        unfinishedDependencies.append(ObjectIdentifier(operation))
+        return true
+    }
+
+    /// Adds a dependency a condition produced while the operation is being added to a queue;
+    /// `false` if it already has it.
+    mutating func addConditionDependency(_ operation: Operation) -> Bool {
+        addDependency(operation) == true
+    }
+
+    /// Stops counting `id` as an unfinished dependency (it would have closed a cycle).
+    mutating func forgetUnfinishedDependency(_ id: ObjectIdentifier) {
+        unfinishedDependencies.removeAll { $0 == id }
+    }
+
+    /// Removes a dependency; returns the watcher that was listening to it, if any.
+    mutating func removeDependency(_ operation: Operation) -> Operation? {
+        dependencies.removeAll { $0 === operation }
+        return dependencyWatchers[ObjectIdentifier(operation)]
+    }
+
+    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`.
+    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) {
+        dependencyWatchers[id] = watcher
+    }
+
+    /// Waits for `id` to finish without it being a dependency (a finish listener).
+    mutating func awaitFinish(of id: ObjectIdentifier) {
+        unfinishedDependencies.append(id)
+    }
+
+    /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
+    mutating func addDependent(_ dependent: AsyncOperation) -> Bool {
+        guard phase < .finished else { return false }
+        dependents.append(Weak(dependent))
+        return true
+    }
+
+    mutating func recordCycle(through dependencyName: String) {
+        cycleDependencyName = dependencyName
+    }
+
+    /// Takes the dependencies out, for an operation being deallocated to release iteratively.
+    mutating func takeDependencies() -> [AnyObject] {
+        defer { dependencies = [] }
+        return dependencies
+    }
+
+    /// Adds a condition; `nil` once the conditions were evaluated, else whether the operation is
+    /// already waiting on a queue (so the condition's dependency must be attached now).
+    mutating func addCondition(_ condition: any OperationCondition) -> Bool? {
+        guard phase <= .pending else { return nil }
+        conditions.append(condition)
+        return phase == .pending
+    }
+
+    /// Adds an observer; `false` once the operation is finishing.
+    mutating func addObserver(_ observer: any OperationObserver) -> Bool {
+        guard phase < .finishing else { return false }
+        observers.append(observer)
+        return true
+    }
+
+    /// A produced operation is being announced: returns the observers to tell (`nil` once the
+    /// operation is finishing). The finish waits for `notificationDelivered()`.
+    mutating func announceProduced() -> [any OperationObserver]? {
+        guard phase < .finishing else { return nil }
+        notificationsInFlight += 1
+        return observers
+    }
+
+    /// Started by a plain queue (or by hand): remembers that queue, for produced operations.
+    mutating func startedOn(_ queue: OperationQueue?) {
+        foreignQueue = queue
+    }
+
+    /// Conditions are about to be evaluated: records their categories, with a ticket if none was
+    /// given (started by hand), and marks them handed out. `nil` if they already were.
+    mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction? {
+        guard dispatchConditions() else { return nil }
+        if !newCategories.isEmpty {
+            if ticket == 0 { ticket = Ticket.next() }
+            categories = newCategories
+        }
+        return answerConditionsSatisfiedByConstruction()
     }
 
     // MARK: - Conditions
@@ -297,7 +397,9 @@ struct OperationLifecycle {
     // MARK: - Mutual exclusion
 
     enum GrantAction {
-        case handOff
+        /// Give it to the queue, which hands it to Foundation (or, suspended, has it give its
+        /// categories back first).
+        case handOff(holdsCategories: Bool)
         case startExecuting(observers: [any OperationObserver])
         /// The operation already finished; give the categories straight back.
         case releaseAtOnce
@@ -334,7 +436,42 @@ struct OperationLifecycle {
         }
         phase = .ready
         wasHandedOff = true
-        return .handOff
+        return .handOff(holdsCategories: holdsCategories && !categories.isEmpty)
+    }
+
+    /// Cleared to run while its queue is suspended: gives its categories back and waits for them
+    /// again. `nil` if it will not execute anyway (cancelled, or finished before it started).
+    mutating func returnCategoriesWhileSuspended() -> [String]? {
+        guard phase == .ready, holdsCategories, !isCancelled, !finishRequestedBeforeStart else { return nil }
+        phase = .waitingForCategories
+        holdsCategories = false
+        wasHandedOff = false
+        return categories
+    }
+
+    // MARK: - Standing in category lines
+
+    /// Takes its place in its categories' lines while conditions are evaluated (a reservation);
+    /// `nil` if it has moved on already.
+    mutating func reserveLineWhileEvaluating() -> (place: LinePlace, categories: [String])? {
+        guard phase == .evaluatingConditions, !categories.isEmpty else { return nil }
+        hasReservation = true
+        return (linePlace, categories)
+    }
+
+    /// About to ask for its categories: from now on a finish takes it out of line. `nil` if it
+    /// no longer waits for them.
+    mutating func enterLine() -> LinePlace? {
+        guard phase == .waitingForCategories, !holdsCategories else { return nil }
+        hasReservation = true
+        return linePlace
+    }
+
+    /// Leaves its categories' lines (its queue is suspended); `nil` if it stands in none.
+    mutating func leaveLine() -> (place: LinePlace, categories: [String])? {
+        guard hasReservation, !holdsCategories, phase < .finishing, !categories.isEmpty else { return nil }
+        hasReservation = false
+        return (linePlace, categories)
     }
 
     enum ResumeAction {
@@ -468,6 +605,15 @@ struct OperationLifecycle {
         return beginFinishing(adding: newErrors)
     }
 
+    /// Finishes with a value (a `ResultOperation`): the value is kept only if this finish is
+    /// accepted, so a concurrent `finish(with: error)` either wins outright or loses outright.
+    mutating func finish(producing value: any Sendable) -> FinishAction {
+        if phase < .finishing && !finishRequestedBeforeStart {
+            output = value
+        }
+        return finish(errors: [])
+    }
+
     /// Freezes the errors and moves to `.finishing`; the finish is delivered now or, while other
     /// notifications are being delivered, by the last of them.
     private mutating func beginFinishing(adding newErrors: [any Error]) -> FinishAction {
@@ -499,9 +645,23 @@ struct OperationLifecycle {
         return .deliver(observers: observers, errors: errors, mayBeHeld: !executionBegan && !finishHoldOffered)
     }
 
+    /// Offers a subclass, once, to hold back the finish of an operation that never executed:
+    /// keeps `action` to be delivered later. `false` if the offer was made before or it executed.
+    mutating func offerToHoldFinish(_ action: FinishAction) -> Bool {
+        guard !executionBegan, !finishHoldOffered else { return false }
+        finishHoldOffered = true
+        heldFinish = action
+        return true
+    }
+
+    /// Takes the finish held back, if any (to deliver it, or because it was delivered).
+    mutating func takeHeldFinish() -> FinishAction? {
+        defer { heldFinish = nil }
+        return heldFinish
+    }
+
     /// Everything a finished operation lets go of, to be released or told outside the lock.
     struct Remains {
-        var wasExecuting: Bool
         var wasHandedOff: Bool
         var categoriesToRelease: [String]
         var categoriesToWithdraw: [String]
@@ -514,10 +674,8 @@ struct OperationLifecycle {
     }
 
     mutating func completeFinish() -> Remains {
-        let wasExecuting = isExecutingForFoundation
         phase = .finished
         let remains = Remains(
-            wasExecuting: wasExecuting,
             wasHandedOff: wasHandedOff,
             categoriesToRelease: holdsCategories ? categories : [],
             categoriesToWithdraw: withdrawsFromCategories && !holdsCategories ? categories : [],

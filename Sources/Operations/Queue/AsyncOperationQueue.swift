@@ -20,35 +20,36 @@ import Foundation
 /// save.addObserver(TimeoutObserver(timeout: 10))
 /// queue.addOperation(save)
 /// ```
-// @unchecked Sendable: the queue's own state lives in `book`, reached only under its lock.
+// @unchecked Sendable: the queue's own state lives in `state`, reached only under its lock.
 open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// How long a condition may take to answer, unless a queue says otherwise: 60 seconds.
     public static let defaultConditionEvaluationTimeout: TimeInterval = 60
 
-    struct Book {
-        /// Operations added to this queue that Foundation has not been given yet.
-        var held = HeldOperations()
-        /// Operations whose conditions passed while the queue was suspended.
-        var parked: [AsyncOperation] = []
-        var isSuspended = false
+    /// What the queue is told, not what it decides.
+    struct Settings {
         weak var delegate: (any AsyncOperationQueueDelegate)?
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
-        /// The latest barrier that has not finished: everything added after it waits for it.
-        var barrier: Operation?
         /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
         weak var group: GroupOperation?
-        /// `AsyncOperation`s admitted and not finished yet, held or handed off.
-        var unfinished = 0
-        /// Threads in `waitUntilAllOperationsAreFinished()`, woken when `unfinished` drops to 0.
-        var idleWaiters: [DispatchSemaphore] = []
     }
+
+    /// Everything the queue's lock protects: the scheduling rules and the settings.
+    struct State {
+        var scheduler = QueueScheduler()
+        var settings = Settings()
+    }
+
+    let state = Locked<State>.make(State())
 
     /// The group whose children this queue runs, if any.
     var group: GroupOperation? {
-        book.withLock { $0.group }
+        state.withLock { $0.settings.group }
     }
 
-    let book = Locked<Book>.make(Book())
+    /// Makes this queue the one that runs `group`'s children.
+    func attach(to group: GroupOperation) {
+        state.withLock { $0.settings.group = group }
+    }
 
     /// Creates an empty queue.
     public override init() {
@@ -57,16 +58,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Told when operations are added, start and finish. Held weakly.
     public weak var delegate: (any AsyncOperationQueueDelegate)? {
-        get { book.withLock { $0.delegate } }
-        set { book.withLock { $0.delegate = newValue } }
+        get { state.withLock { $0.settings.delegate } }
+        set { state.withLock { $0.settings.delegate = newValue } }
     }
 
     /// How long a condition may take to call its completion handler before the operation fails
     /// with `AsyncOperationError.conditionTimedOut`. Defaults to 60 seconds; `.infinity` waits
     /// forever.
     public var conditionEvaluationTimeout: TimeInterval {
-        get { book.withLock { $0.conditionEvaluationTimeout } }
-        set { book.withLock { $0.conditionEvaluationTimeout = newValue } }
+        get { state.withLock { $0.settings.conditionEvaluationTimeout } }
+        set { state.withLock { $0.settings.conditionEvaluationTimeout = newValue } }
     }
 
     // MARK: - Adding
@@ -77,32 +78,33 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Adding an operation that is already on a queue, or has finished, is reported as a
     /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
     open override func addOperation(_ operation: Operation) {
-        if PerThreadState.current.isForwardingToFoundation {
+        if isForwardingToFoundation {
             super.addOperation(operation)
             return
         }
+        let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0)
         var batch = Batch()
-        accept(operation, into: &batch, book.withLock(AddContext.init))
-        giveToFoundation(batch)
+        accept(operation, into: &batch, context)
+        giveToFoundation(batch.operations)
+        endAdding(context, of: [operation])
     }
 
     /// Adds operations in order and, if `wait` is true, blocks until all of them have finished.
     open override func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
-        if PerThreadState.current.isForwardingToFoundation {
+        if isForwardingToFoundation {
             super.addOperations(operations, waitUntilFinished: wait)
             return
         }
+        let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) })
         var batch = Batch()
         batch.operations.reserveCapacity(operations.count)
-        let context = book.withLock(AddContext.init)
         for operation in operations {
             accept(operation, into: &batch, context)
         }
-        giveToFoundation(batch)
+        giveToFoundation(batch.operations)
+        endAdding(context, of: operations)
         if wait {
-            for operation in operations {
-                operation.waitUntilFinished()
-            }
+            Self.waitUntilFinished(operations)
         }
     }
 
@@ -112,28 +114,56 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Runs `barrier` once every operation added before it has finished, and before any operation
-    /// added after it starts, counting operations still waiting in the queue's scheduler.
+    /// added after it starts, counting operations still waiting in the queue's scheduler and
+    /// operations other threads are adding at the same moment.
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = AsyncBlockOperation(barrier)
         barrierOperation.name = "barrier"
-        for operation in allOperations {
+        let gate = AsyncOperation()
+        gate.name = "barrier gate"
+        if state.withLock({ $0.scheduler.placeBarrier(barrierOperation, gate: gate) }) {
+            barrierOperation.addDependency(gate) // opened once the adds in flight have joined
+        }
+        for operation in allOperations where !operation.dependencies.contains(where: { $0 === barrierOperation }) {
             barrierOperation.addDependency(operation)
         }
         barrierOperation.addObserver(BarrierRelease(queue: self))
         addOperation(barrierOperation)
-        book.withLock { $0.barrier = barrierOperation }
     }
 
-    /// What adding operations reads from the queue's book once per call.
-    private struct AddContext {
+    /// What one add reads from the queue's state, in one step with beginning the admission.
+    struct AddContext {
         let delegate: (any AsyncOperationQueueDelegate)?
         let barrier: Operation?
         let group: GroupOperation?
+        let isSerial: Bool
+        let generation: UInt64
+    }
 
-        init(_ book: inout Book) {
-            delegate = book.delegate
-            barrier = book.barrier
-            group = book.group
+    private func beginAdding(asyncCount: Int) -> AddContext {
+        state.withLock { state in
+            let (generation, barrier) = state.scheduler.beginAdmission(counting: asyncCount)
+            return AddContext(
+                delegate: state.settings.delegate,
+                barrier: barrier,
+                group: state.settings.group,
+                isSerial: state.scheduler.isSerial,
+                generation: generation
+            )
+        }
+    }
+
+    /// Ends an add once its operations are held or with Foundation. A barrier placed while the
+    /// add was in flight waits for them too.
+    private func endAdding(_ context: AddContext, of operations: [Operation]) {
+        if let barrier = state.withLock({ $0.scheduler.barrierToJoin(afterGeneration: context.generation) }) {
+            for operation in operations where operation !== barrier {
+                barrier.addDependency(operation)
+            }
+        }
+        let gates = state.withLock { $0.scheduler.endAdmission(generation: context.generation) }
+        for gate in gates {
+            gate.finish()
         }
     }
 
@@ -145,66 +175,127 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             operation.addDependency(barrier)
         }
         if let operation = operation as? AsyncOperation {
-            admit(operation, batch: &batch, group: context.group)
-        } else if operation.isFinished || operation.isExecuting {
+            admit(operation, batch: &batch, context)
+            return
+        }
+        let ticket = Ticket.next()
+        if operation.isFinished || operation.isExecuting {
             OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
-        } else if !PlainOperationRegistry.register(operation, ticket: Ticket.next()) {
-            OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue; the second add was ignored")
+        } else if PlainOperationRegistry.register(operation, ticket: ticket) != nil {
+            OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
             context.group?.childWasAdmitted(operation)
-            batch.operations.append(operation)
+            handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         }
     }
 
-    /// Operations on their way to Foundation's queue, and how many of them are `AsyncOperation`s.
+    /// Operations on their way to Foundation's queue, in the order they were added.
     private struct Batch {
         var operations: [Operation] = []
-        var asyncCount = 0
     }
 
-    private func admit(_ operation: AsyncOperation, batch: inout Batch, group: GroupOperation?) {
+    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
         let ticket = Ticket.next()
-        let lineRoot = group?.lifecycle.withLock { $0.linePlace.root } ?? 0
+        let lineRoot = context.group?.lifecycle.withLock { $0.linePlace.root } ?? 0
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
+            wakeIdleWaiters(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
-            group?.childWasAdmitted(operation)
-            batch.operations.append(operation)
-            batch.asyncCount += 1
+            context.group?.childWasAdmitted(operation)
+            handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
-            group?.childWasAdmitted(operation)
-            giveToFoundation(batch) // keep Foundation's order the order of adding
+            context.group?.childWasAdmitted(operation)
+            giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)
-            batch.asyncCount = 0
-            book.withLock { book in
-                book.held.insert(operation)
-                book.unfinished += 1
-            }
+            state.withLock { $0.scheduler.admitHeld(operation) }
             operation.runPipeline(conditions, addingDependenciesTo: self)
         }
     }
 
-    /// Gives an operation that is cleared to run to Foundation's queue.
-    func handOff(_ operation: AsyncOperation) {
-        giveToFoundation([operation])
-        book.withLock { $0.held.remove(operation) }
-    }
-
-    private func giveToFoundation(_ batch: Batch) {
-        guard !batch.operations.isEmpty else { return }
-        if batch.asyncCount > 0 {
-            book.withLock { $0.unfinished += batch.asyncCount } // before any of them can finish
+    /// An operation that needs nothing more goes to Foundation with `batch`, unless a serial queue
+    /// has earlier operations still on their way: then it waits for its turn.
+    private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
+        if context.isSerial, !state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+            return
         }
-        giveToFoundation(batch.operations)
+        batch.operations.append(operation)
     }
 
+    /// Blocks until every one of `operations` has finished: an `AsyncOperation` through the
+    /// engine's own finish signal, anything else through Foundation's.
+    private static func waitUntilFinished(_ operations: [Operation]) {
+        for operation in operations {
+            guard let operation = operation as? AsyncOperation else {
+                operation.waitUntilFinished()
+                continue
+            }
+            let finished = DispatchSemaphore(value: 0)
+            let listener = FinishListener()
+            listener.listen(to: operation) { finished.signal() }
+            finished.wait()
+        }
+    }
+
+    // MARK: - The way to execution
+
+    /// An operation's dependencies finished: whether it may go on to its conditions (or
+    /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
+    /// its turn comes. Also returns the group this queue belongs to, read under the same lock.
+    func requestTurn(for operation: AsyncOperation, ticket: UInt64) -> (mayProceed: Bool, group: GroupOperation?) {
+        state.withLock { state in
+            (state.scheduler.requestTurn(for: operation, ticket: ticket), state.settings.group)
+        }
+    }
+
+    /// Whether the queue is suspended right now (it may change the next moment: park with
+    /// `parkIfSuspended(_:ticket:)`, which decides under the lock).
+    var isSuspendedForScheduling: Bool {
+        state.withLock { $0.scheduler.isSuspended }
+    }
+
+    /// Parks `operation` if the queue is suspended; `continueTowardsExecution()` is called when
+    /// it resumes. `false` if the queue is running.
+    func parkIfSuspended(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
+        state.withLock { $0.scheduler.parkIfSuspended(operation, ticket: ticket) }
+    }
+
+    /// Gives an operation that is cleared to run to Foundation's queue, unless the queue is
+    /// suspended and it holds categories (then it gives them back and waits for the resume).
+    func handOff(_ operation: AsyncOperation, holdsCategories: Bool) {
+        switch state.withLock({ $0.scheduler.clearedToRun(operation, holdsCategories: holdsCategories) }) {
+        case let .handOff(letThrough):
+            perform(letThrough)
+        case .giveBackCategories:
+            operation.giveBackCategoriesWhileSuspended()
+        }
+    }
+
+    private func perform(_ letThrough: QueueScheduler.LetThrough) {
+        if !letThrough.handOff.isEmpty {
+            giveToFoundation(letThrough.handOff)
+            state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }
+        }
+        for operation in letThrough.proceed {
+            operation.continueTowardsExecution()
+        }
+    }
+
+    private var isForwardingToFoundation: Bool {
+        PerThreadState.current.queueForwardingToFoundation == ObjectIdentifier(self)
+    }
+
+    /// Hands `operations` to Foundation's own implementation. Marked per thread and per queue, so
+    /// that this queue's overrides pass them straight through if Foundation calls back into them,
+    /// while an add to another queue made meanwhile (by an observer, say) still goes through that
+    /// queue's scheduler.
     private func giveToFoundation(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
         let thread = PerThreadState.current
-        thread.isForwardingToFoundation = true
+        let previous = thread.queueForwardingToFoundation
+        thread.queueForwardingToFoundation = ObjectIdentifier(self)
+        defer { thread.queueForwardingToFoundation = previous }
         super.addOperations(operations, waitUntilFinished: false)
-        thread.isForwardingToFoundation = false
     }
 
     // MARK: - Events from operations
@@ -214,12 +305,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
-        let (delegate, group) = book.withLock { book -> ((any AsyncOperationQueueDelegate)?, GroupOperation?) in
-            if !wasHandedOff {
-                book.held.remove(operation)
-            }
-            return (book.delegate, book.group)
+        let (delegate, group, letThrough) = state.withLock { state in
+            let letThrough = wasHandedOff ? QueueScheduler.LetThrough() : state.scheduler.finishedBeforeHandOff(operation)
+            return (state.settings.delegate, state.settings.group, letThrough)
         }
+        perform(letThrough)
         delegate?.operationQueue(self, didFinish: operation, errors: errors)
         group?.recordChildFinished(operation, errors: errors)
     }
@@ -227,24 +317,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Called last when an operation finished, once Foundation has let go of it too: wakes
     /// `waitUntilAllOperationsAreFinished()` when nothing is left.
     func operationDidLeave() {
-        let idleWaiters = book.withLock { book -> [DispatchSemaphore] in
-            book.unfinished -= 1
-            guard book.unfinished == 0 else { return [] }
-            defer { book.idleWaiters = [] }
-            return book.idleWaiters
-        }
-        for waiter in idleWaiters {
-            waiter.signal()
-        }
+        wakeIdleWaiters(state.withLock { $0.scheduler.operationLeft() })
     }
 
-    /// Parks `operation` if the queue is suspended; it carries on when the queue resumes. Also
-    /// returns the group this queue belongs to, read under the same lock.
-    func parkIfSuspended(_ operation: AsyncOperation) -> (parked: Bool, group: GroupOperation?) {
-        book.withLock { book in
-            guard book.isSuspended else { return (false, book.group) }
-            book.parked.append(operation)
-            return (true, nil)
+    private func wakeIdleWaiters(_ waiters: [DispatchSemaphore]) {
+        for waiter in waiters {
+            waiter.signal()
         }
     }
 
@@ -256,17 +334,33 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     open override var isSuspended: Bool {
         get { super.isSuspended }
         set {
-            let resumed = book.withLock { book -> [AsyncOperation] in
-                book.isSuspended = newValue
-                guard !newValue else { return [] }
-                defer { book.parked = [] }
-                return book.parked
-            }
+            let letThrough = state.withLock { $0.scheduler.setSuspended(newValue) }
             super.isSuspended = newValue
-            let byTicket = resumed.map { ($0.lifecycle.withLock { $0.ticket }, $0) }.sorted { $0.0 < $1.0 }
-            for (_, operation) in byTicket {
-                operation.resumeAfterSuspension()
+            if newValue {
+                stepOutOfCategoryLines()
             }
+            perform(letThrough)
+        }
+    }
+
+    /// A suspended queue takes no category: its operations waiting in a category's line leave
+    /// it, so the category goes to the next waiter of another queue, and take their place again
+    /// (the same place, by their ticket) when the queue resumes.
+    private func stepOutOfCategoryLines() {
+        let held = state.withLock { $0.scheduler.held.all }
+        for operation in held {
+            operation.leaveCategoryLinesWhileSuspended()
+        }
+    }
+
+    /// How many operations may execute at once; 1 makes the queue serial: operations then start
+    /// in the order they were added (once their dependencies finished), whatever their conditions
+    /// and categories.
+    open override var maxConcurrentOperationCount: Int {
+        get { super.maxConcurrentOperationCount }
+        set {
+            super.maxConcurrentOperationCount = newValue
+            perform(state.withLock { $0.scheduler.setSerial(newValue == 1) })
         }
     }
 
@@ -277,7 +371,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// declares `operations` in an extension, where Swift cannot override it, so there it lists
     /// only what Foundation's queue has been given: use `allOperations` for the whole picture.
     public var allOperations: [Operation] {
-        let waiting = book.withLock { $0.held.all }
+        let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
         guard !waiting.isEmpty else { return running }
         var seen = Set<ObjectIdentifier>()
@@ -310,7 +404,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// waiting in the queue's scheduler. See `allOperations` for why this exists beside
     /// `operationCount`.
     public var allOperationCount: Int {
-        let waiting = book.withLock { $0.held.all }
+        let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
         guard !waiting.isEmpty else { return running.count }
         // An operation being handed off is briefly in both lists: count it once.
@@ -344,17 +438,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         repeat {
             waitUntilNoAsyncOperationIsUnfinished()
             super.waitUntilAllOperationsAreFinished() // plain operations, and Foundation's last word
-        } while book.withLock({ $0.unfinished }) > 0
+        } while state.withLock({ $0.scheduler.unfinished }) > 0
     }
 
     private func waitUntilNoAsyncOperationIsUnfinished() {
-        let waiter = book.withLock { book -> DispatchSemaphore? in
-            guard book.unfinished > 0 else { return nil }
-            let waiter = DispatchSemaphore(value: 0)
-            book.idleWaiters.append(waiter)
-            return waiter
-        }
-        waiter?.wait()
+        state.withLock { $0.scheduler.waitForIdle() }?.wait()
     }
 }
 
@@ -363,8 +451,6 @@ private struct BarrierRelease: OperationObserver {
     weak var queue: AsyncOperationQueue?
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
-        queue?.book.withLock { book in
-            if book.barrier === operation { book.barrier = nil }
-        }
+        queue?.state.withLock { $0.scheduler.barrierFinished(operation) }
     }
 }

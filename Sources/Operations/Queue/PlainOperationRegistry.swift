@@ -17,21 +17,30 @@ enum PlainOperationRegistry {
 
     private static let table = Locked.make(Table())
 
-    /// Records `operation` as added with `ticket`; `false` if it is already on a queue.
-    static func register(_ operation: Operation, ticket: UInt64) -> Bool {
+    /// Why a plain operation cannot be given to a queue.
+    enum Refusal {
+        /// It was given to an `AsyncOperationQueue` before (Foundation takes an operation once in
+        /// its life).
+        case alreadyAdded
+    }
+
+    /// Records `operation` as added with `ticket`, in one step under the lock, so that of several
+    /// threads adding the same operation at once exactly one succeeds. Once recorded, an operation
+    /// is refused for as long as it lives: Foundation traps on an operation that is on a queue,
+    /// executing or finished.
+    static func register(_ operation: Operation, ticket: UInt64) -> Refusal? {
         let id = ObjectIdentifier(operation)
-        let previous = table.withLock { $0.entries[id]?.operation }
-        if let previous, previous === operation, !previous.isFinished {
-            return false
-        }
-        table.withLock { table in
+        return table.withLock { table -> Refusal? in
+            if let previous = table.entries[id]?.operation, previous === operation {
+                return .alreadyAdded
+            }
             table.entries[id] = Entry(operation: operation, ticket: ticket)
             if table.entries.count >= table.pruneThreshold {
                 table.entries = table.entries.filter { $0.value.operation != nil }
                 table.pruneThreshold = max(1024, table.entries.count * 2)
             }
+            return nil
         }
-        return true
     }
 
     /// The ticket `operation` was added with, if it went through an `AsyncOperationQueue`.

@@ -15,9 +15,10 @@ final class PerThreadState {
     var lastConditionType: ObjectIdentifier?
     var lastConditionTypeIsSatisfiedByConstruction = false
     var graveyard: [AnyObject] = []
-    /// Set while an `AsyncOperationQueue` hands operations to Foundation's implementation, so
-    /// that its overrides pass them straight through if Foundation calls back into them.
-    var isForwardingToFoundation = false
+    /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
+    /// right now, so that its overrides pass them straight through if Foundation calls back into
+    /// them (and only its own: another queue's adds still go through that queue's scheduler).
+    var queueForwardingToFoundation: ObjectIdentifier?
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

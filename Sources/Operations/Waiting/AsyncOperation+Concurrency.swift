@@ -46,7 +46,8 @@ extension ResultOperation {
     ///
     /// - Throws: what `finished()` throws; an operation that finished without errors, without
     ///   being cancelled and without an output throws `AsyncOperationError.finishedWithoutOutput`.
-    ///   A cancelled operation that produced its output anyway gives it.
+    ///   A cancelled operation throws `CancellationError` even if it produced an output before
+    ///   it noticed; the answer is always the one `result` gives.
     ///
     /// ```swift
     /// let fetch = FetchUser(id: 42)

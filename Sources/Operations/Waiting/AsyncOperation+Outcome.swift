@@ -18,19 +18,15 @@ extension AsyncOperation {
 }
 
 extension ResultOperation {
-    /// What waiting for the finished operation gives: its errors (as `failure` throws them), else
-    /// its output, else `CancellationError` if it was cancelled, else
-    /// `AsyncOperationError.finishedWithoutOutput`.
+    /// What waiting for the finished operation gives (and `result` says): its errors (as
+    /// `failure` throws them), else `CancellationError` if it was cancelled, else its output,
+    /// else `AsyncOperationError.finishedWithoutOutput`.
     var outcome: Result<Output, any Error> {
-        let (errors, isCancelled) = lifecycle.withLock { ($0.errors, $0.isCancelled) }
-        if !errors.isEmpty, let failure {
+        if let failure {
             return .failure(failure)
         }
         if let output {
             return .success(output)
-        }
-        if isCancelled {
-            return .failure(CancellationError())
         }
         return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))
     }

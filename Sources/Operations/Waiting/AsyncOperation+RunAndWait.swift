@@ -87,8 +87,9 @@ extension ResultOperation {
     ///
     /// - Throws: what `AsyncOperation.runAndWait(on:timeout:)` throws; an operation that finished
     ///   without errors, without being cancelled and without an output throws
-    ///   `AsyncOperationError.finishedWithoutOutput`. A cancelled operation that produced its
-    ///   output anyway returns it.
+    ///   `AsyncOperationError.finishedWithoutOutput`. A cancelled operation throws
+    ///   `CancellationError` even if it produced an output; the answer is always the one
+    ///   `result` gives.
     ///
     /// ```swift
     /// let answer = try ResultBlockOperation { 6 * 7 }.runAndWait()   // 42

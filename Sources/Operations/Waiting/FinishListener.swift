@@ -21,7 +21,7 @@ final class FinishListener: AsyncOperation, @unchecked Sendable {
     func listen(to operation: AsyncOperation, _ handler: @escaping @Sendable () -> Void) {
         self.handler.withLock { $0 = handler }
         let id = ObjectIdentifier(operation)
-        lifecycle.withLock { $0.unfinishedDependencies.append(id) } // as addDependency(_:) counts it
+        lifecycle.withLock { $0.awaitFinish(of: id) } // as addDependency(_:) counts it
         startWaiting(for: operation)
     }
 

@@ -60,7 +60,8 @@ import Testing
         let overtook = state.acquire(late)
         #expect(!overtook)                 // may not overtake it
         let afterWithdrawal = state.withdraw(place: LinePlace(root: 1, ticket: 1), from: ["a"])
-        #expect(afterWithdrawal.all.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
+        #expect(afterWithdrawal.wasInLine)
+        #expect(afterWithdrawal.granted.all.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
     }
 
     @Test func groupChild_standsWhereItsGroupStands_aheadOfLaterOperations() {

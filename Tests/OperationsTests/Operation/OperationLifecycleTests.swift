@@ -51,10 +51,13 @@ private struct Condition: OperationCondition {
 
     @Test func pendingOperation_waitsForItsLastDependency_thenEvaluatesConditions() {
         var state = OperationLifecycle()
-        let first = ObjectIdentifier(NSObject())
-        let second = ObjectIdentifier(NSObject())
-        state.unfinishedDependencies = [first, second]
-        state.conditions = [Condition()]
+        let firstDependency = BlockOperation {}
+        let secondDependency = BlockOperation {}
+        let first = ObjectIdentifier(firstDependency)
+        let second = ObjectIdentifier(secondDependency)
+        _ = state.addDependency(firstDependency)
+        _ = state.addDependency(secondDependency)
+        _ = state.addCondition(Condition())
         guard case .runPipeline = state.enqueue(on: queue, ticket: 1) else {
             Issue.record("expected the pipeline")
             return
@@ -76,7 +79,7 @@ private struct Condition: OperationCondition {
 
     @Test func cancelWhilePending_finishesOnceTheCancelNotificationIsDelivered() {
         var state = OperationLifecycle()
-        state.unfinishedDependencies = [ObjectIdentifier(NSObject())]
+        _ = state.addDependency(BlockOperation {})
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing()
         guard case .cancel(_, .none) = state.cancel(error: StubError()) else {
@@ -142,8 +145,8 @@ private struct Condition: OperationCondition {
 
     @Test func completeFinish_letsGoOfWhatTheOperationOwned() {
         var state = OperationLifecycle()
-        state.dependencies = [BlockOperation {}]
-        state.conditions = [Condition()]
+        _ = state.addDependency(BlockOperation {})
+        _ = state.addCondition(Condition())
         _ = state.finish(errors: [])
         var remains = state.completeFinish()
         #expect(state.phase == .finished)
