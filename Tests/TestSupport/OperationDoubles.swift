@@ -171,6 +171,30 @@ public final class ClosureOperation: AsyncOperation, @unchecked Sendable {
     }
 }
 
+/// A `ResultOperation` whose `execute()` runs a closure; the closure must finish the operation it
+/// is given (`finish(producing:)`, `finish(with:)`), now or later.
+///
+/// ```swift
+/// let operation = ClosureResultOperation<Int> { operation in
+///     operation.cancel()
+///     operation.finish(producing: 7)   // cancelled, and produced its output anyway
+/// }
+/// ```
+public final class ClosureResultOperation<Output: Sendable>: ResultOperation<Output>, @unchecked Sendable {
+    // @unchecked Sendable: `body` is immutable; the rest is `ResultOperation`'s.
+    private let body: @Sendable (ClosureResultOperation<Output>) -> Void
+
+    public init(name: String? = nil, _ body: @escaping @Sendable (ClosureResultOperation<Output>) -> Void) {
+        self.body = body
+        super.init()
+        self.name = name
+    }
+
+    public override func execute() {
+        body(self)
+    }
+}
+
 /// A queue delegate that writes what it hears into a log: "willAdd <name>", "didStart <name>"
 /// and "didFinish <name>", where `<name>` is the operation's `name` (or "?").
 public final class QueueEventLog: AsyncOperationQueueDelegate {

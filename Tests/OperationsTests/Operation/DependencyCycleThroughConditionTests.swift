@@ -1,0 +1,86 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+// A dependency cycle closed through a dependency that a condition produced is diagnosed like any
+// other cycle: a `.dependencyCycle` diagnostic, and the operation that closed it finishes with
+// `AsyncOperationError.dependencyCycle`, so the rest of the cycle can proceed. Never a silent hang:
+// every wait here is bounded, so a hang fails the test.
+
+@Suite("Dependency cycle through a condition")
+struct DependencyCycleThroughConditionTests {
+    init() {
+        _ = DiagnosticsLog.shared // capture diagnostics before any test reports one
+    }
+
+    /// What the condition's dependency is, and how it leads back to the conditioned operation.
+    enum Shape: String, CaseIterable, Sendable {
+        /// An `AsyncOperation` that depends on the conditioned operation.
+        case asyncDependency
+        /// A plain `BlockOperation` that depends on the conditioned operation.
+        case plainDependency
+        /// An `AsyncOperation` that depends on another operation of the queue, which depends on
+        /// the conditioned operation.
+        case throughAnotherOperation
+    }
+
+    @Test(arguments: Shape.allCases)
+    func cycleThroughAConditionsDependency_isDiagnosedAndBroken(shape: Shape) throws {
+        // Given an operation whose condition produces a dependency that leads back to it
+        let names = (operation: uniqueName("conditioned"), produced: uniqueName("produced"), middle: uniqueName("middle"))
+        let executed = Recorder<String>()
+        let middle = AsyncBlockOperation { executed.append("middle") }
+        middle.name = names.middle
+        let produced = Recorder<Operation>()
+        let operation = AsyncBlockOperation { executed.append("conditioned") }
+        operation.name = names.operation
+        operation.addCondition(StubCondition(name: "ProducesACycle", dependency: { conditioned in
+            let dependency: Operation
+            switch shape {
+            case .asyncDependency:
+                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency.addDependency(conditioned)
+            case .plainDependency:
+                dependency = BlockOperation { executed.append("produced") }
+                dependency.addDependency(conditioned)
+            case .throughAnotherOperation:
+                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency.addDependency(middle)
+            }
+            dependency.name = names.produced
+            produced.append(dependency)
+            return dependency
+        }) { _, completion in
+            completion(.satisfied)
+        })
+        var added: [Operation] = [operation]
+        if shape == .throughAnotherOperation {
+            middle.addDependency(operation)
+            added.append(middle)
+        }
+
+        // When it is added
+        let queue = AsyncOperationQueue()
+        queue.addOperations(added, waitUntilFinished: false)
+
+        // Then everything finishes, and the cycle was reported and broken with .dependencyCycle
+        try #require(waitUntilFinished(added), "a silent hang: \(executed.all) executed, diagnostics \([names.operation, names.produced, names.middle].flatMap(DiagnosticsLog.shared.kinds(about:)))")
+        let dependency = try #require(produced.all.first, "the condition's dependency was never asked for")
+        #expect(waitUntilFinished([dependency]))
+        let involved: [Operation] = added + [dependency]
+        let cycleErrors = involved
+            .compactMap { $0 as? AsyncOperation }
+            .flatMap(\.errors)
+            .compactMap { $0 as? AsyncOperationError }
+            .filter { if case .dependencyCycle = $0 { true } else { false } }
+        #expect(!cycleErrors.isEmpty, "no operation finished with .dependencyCycle; executed \(executed.all)")
+        let diagnosed = [names.operation, names.produced, names.middle].flatMap(DiagnosticsLog.shared.kinds(about:))
+        #expect(diagnosed.contains(.dependencyCycle), "diagnostics: \(diagnosed)")
+        if shape == .plainDependency {
+            // Only the conditioned operation can carry the error: it closed the cycle
+            #expect(operation.errors.asOperationErrors.contains { if case .dependencyCycle? = $0 { true } else { false } })
+            #expect(!executed.all.contains("conditioned"))
+        }
+    }
+}
