@@ -136,7 +136,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let delegate: (any AsyncOperationQueueDelegate)?
         let barrier: Operation?
         let group: GroupOperation?
-        let isSerial: Bool
+        /// Serial or suspended when the add began: each operation asks the scheduler whether it
+        /// waits in line (otherwise none does, and the check is skipped).
+        let mayWaitInLine: Bool
         let generation: UInt64
     }
 
@@ -147,7 +149,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 delegate: state.settings.delegate,
                 barrier: barrier,
                 group: state.settings.group,
-                isSerial: state.scheduler.isSerial,
+                mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
                 generation: generation
             )
         }
@@ -213,10 +215,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// An operation that needs nothing more goes to Foundation with `batch`, unless a serial queue
-    /// has earlier operations still on their way: then it waits for its turn.
+    /// An operation that needs nothing more goes to Foundation with `batch`, unless the queue is
+    /// suspended, or serial with earlier operations still on their way: then it waits in line.
     private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
-        if context.isSerial, !state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+        if context.mayWaitInLine, !state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
             return
         }
         batch.operations.append(operation)

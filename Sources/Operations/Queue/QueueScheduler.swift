@@ -12,8 +12,9 @@ import Foundation
 ///   from "its dependencies finished" to "handed to Foundation" (the *turn*), in the order the
 ///   operations were added, so conditions and categories never reorder it. Operations that need
 ///   neither conditions nor categories, and plain Foundation operations, wait in the same line.
-/// - A **suspended** queue lets nothing through: an operation that reaches its conditions or its
-///   categories waits in line (*parked*) and goes on, in add order, once the queue resumes.
+/// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
+///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
+///   order, once the queue resumes.
 /// - A **barrier** waits for everything added before it, including adds that were in progress
 ///   on other threads when it was placed (an *admission* in flight), through a *gate*.
 struct QueueScheduler {
@@ -111,9 +112,10 @@ struct QueueScheduler {
 
     /// Admits an operation that needs nothing more (a plain operation, or an `AsyncOperation`
     /// without dependencies or conditions): `true` to hand it to Foundation now, `false` if it
-    /// waits for its turn on a serial queue.
+    /// waits in line: for the queue to resume (so that a queue made serial meanwhile still
+    /// starts everything in add order), or for its turn on a serial queue.
     mutating func admitReady(_ operation: Operation, ticket: UInt64) -> Bool {
-        guard isSerial, turn != nil || !waiting.isEmpty else { return true }
+        guard isSuspended || isSerial && (turn != nil || !waiting.isEmpty) else { return true }
         if let operation = operation as? AsyncOperation {
             held.insert(operation)
         }
