@@ -1,0 +1,316 @@
+import Foundation
+@testable import Operations
+import Testing
+import TestSupport
+
+// Every order of events for small scopes of the queue's scheduling rules, without threads: adds,
+// dependencies finishing, conditions passing, categories granted, cancellations, suspensions and
+// resumes, on serial and concurrent queues. The model plays the queue's part (it performs the
+// scheduler's actions as `AsyncOperationQueue` does); the invariants are checked in every state.
+
+/// What one operation of the model needs before it can run.
+private enum Needs: String {
+    /// A plain Foundation operation: handed to Foundation as it is.
+    case plain
+    /// An `AsyncOperation` without dependencies or conditions.
+    case nothing
+    /// Dependencies to finish, then conditions to pass.
+    case conditions
+    /// Dependencies to finish, conditions to pass, then a category to be granted.
+    case category
+}
+
+/// Where one operation of the model stands.
+private enum Stage: Equatable, CustomStringConvertible {
+    case notAdded
+    /// Held, waiting for its dependencies.
+    case waitingForDependencies
+    /// Waiting in the scheduler's line (for its turn, or for a resume).
+    case inLine
+    /// Let through: its conditions are being evaluated.
+    case evaluatingConditions
+    /// Asked for its category, waiting for the grant.
+    case acquiring
+    /// Given back its category (its queue was suspended), about to park.
+    case givingBack
+    case handedOff
+    case finishedBeforeHandOff
+
+    var description: String {
+        switch self {
+        case .notAdded: "-"
+        case .waitingForDependencies: "deps"
+        case .inLine: "line"
+        case .evaluatingConditions: "cond"
+        case .acquiring: "acq"
+        case .givingBack: "back"
+        case .handedOff: "off"
+        case .finishedBeforeHandOff: "fin"
+        }
+    }
+}
+
+private struct SchedulerModel {
+    let needs: [Needs]
+    let operations: [Operation]
+    var scheduler = QueueScheduler()
+    var stages: [Stage]
+    /// `AsyncOperation.heldSlot` of each operation: state of the scheduler kept on the operation,
+    /// so the model carries it and puts it back before every event.
+    var heldSlots: [Int]
+    /// When each operation became ready to go (dependencies finished), and when it went (let
+    /// through, or handed off for one that needs nothing), in event counts.
+    var readyAt: [Int?]
+    var wentAt: [Int?]
+    var conditionsPassed: [Bool]
+    var clock = 0
+    var handOffOrder: [Int] = []
+    var suspensionsLeft: Int
+    var violations: [String] = []
+
+    init(_ needs: [Needs], serial: Bool, suspensions: Int) {
+        self.needs = needs
+        operations = needs.enumerated().map { index, need in
+            let operation: Operation = need == .plain ? BlockOperation {} : AsyncOperation()
+            operation.name = "op\(index)"
+            return operation
+        }
+        stages = Array(repeating: .notAdded, count: needs.count)
+        heldSlots = Array(repeating: -1, count: needs.count)
+        readyAt = Array(repeating: nil, count: needs.count)
+        wentAt = Array(repeating: nil, count: needs.count)
+        conditionsPassed = Array(repeating: false, count: needs.count)
+        suspensionsLeft = suspensions
+        _ = scheduler.setSerial(serial)
+    }
+
+    func ticket(_ index: Int) -> UInt64 { UInt64(index + 1) }
+
+    func index(of operation: Operation) -> Int {
+        operations.firstIndex { $0 === operation }!
+    }
+
+    func async(_ index: Int) -> AsyncOperation { operations[index] as! AsyncOperation }
+
+    // MARK: Performing the scheduler's actions, as the queue does
+
+    mutating func perform(_ letThrough: QueueScheduler.LetThrough) {
+        if scheduler.isSuspended && !letThrough.proceed.isEmpty {
+            violations.append("let operations go on while suspended")
+        }
+        for operation in letThrough.handOff {
+            let index = index(of: operation)
+            if stages[index] == .handedOff { violations.append("op\(index) handed off twice") }
+            stages[index] = .handedOff
+            handOffOrder.append(index)
+            if wentAt[index] == nil {
+                wentAt[index] = clock
+                checkSerialTurnOrder(going: index)
+            }
+        }
+        scheduler.gaveToFoundation(letThrough.handOff)
+        for operation in letThrough.proceed {
+            proceed(index(of: operation))
+        }
+    }
+
+    /// `AsyncOperation.continueTowardsExecution()`.
+    mutating func proceed(_ index: Int) {
+        if wentAt[index] == nil {
+            wentAt[index] = clock
+            checkSerialTurnOrder(going: index)
+        }
+        guard stages[index] == .inLine else {
+            violations.append("op\(index) let through from \(stages[index])")
+            return
+        }
+        if conditionsPassed[index] {
+            acquire(index) // parked before its category (or after giving it back)
+        } else {
+            stages[index] = .evaluatingConditions
+        }
+    }
+
+    /// Asking for the category, as `AsyncOperation.acquire(_:)` does: parked if suspended.
+    mutating func acquire(_ index: Int) {
+        if scheduler.parkIfSuspended(async(index), ticket: ticket(index)) {
+            stages[index] = .inLine
+        } else {
+            stages[index] = .acquiring
+        }
+    }
+
+    /// A serial queue lets operations go in add order among those ready when one goes.
+    mutating func checkSerialTurnOrder(going index: Int) {
+        guard scheduler.isSerial, readyAt[index] != nil else { return }
+        for earlier in 0..<index where readyAt[earlier].map({ $0 <= clock }) ?? false {
+            if wentAt[earlier] == nil && stages[earlier] != .finishedBeforeHandOff {
+                violations.append("op\(index) went before op\(earlier), which was ready earlier")
+            }
+        }
+    }
+
+    mutating func clearedToRun(_ index: Int, holdsCategories: Bool) {
+        switch scheduler.clearedToRun(async(index), holdsCategories: holdsCategories) {
+        case let .handOff(letThrough):
+            if holdsCategories && scheduler.isSuspended {
+                violations.append("op\(index) handed off holding a category while suspended")
+            }
+            perform(letThrough)
+        case .giveBackCategories:
+            if !scheduler.isSuspended { violations.append("op\(index) gave back its category on a running queue") }
+            stages[index] = .givingBack
+        }
+    }
+
+    // MARK: Events
+
+    var possibleEvents: [ExplorationEvent<SchedulerModel>] {
+        var events: [ExplorationEvent<SchedulerModel>] = []
+        // Adds happen in order: the add order is the ticket order.
+        if let next = stages.firstIndex(of: .notAdded) {
+            events.append(ExplorationEvent("add op\(next)") { $0.add(next) })
+        }
+        for index in needs.indices {
+            switch stages[index] {
+            case .waitingForDependencies:
+                events.append(ExplorationEvent("deps op\(index)") { $0.dependenciesFinished(index) })
+            case .evaluatingConditions:
+                events.append(ExplorationEvent("pass op\(index)") { $0.conditionsPass(index) })
+            case .acquiring:
+                events.append(ExplorationEvent("grant op\(index)") { $0.clearedToRun(index, holdsCategories: true) })
+            case .givingBack:
+                events.append(ExplorationEvent("park op\(index)") { $0.acquire(index) })
+            default:
+                break
+            }
+            if needs[index] != .plain && needs[index] != .nothing, [.waitingForDependencies, .inLine, .evaluatingConditions, .acquiring].contains(stages[index]) {
+                events.append(ExplorationEvent("cancel op\(index)") { $0.cancel(index) })
+            }
+        }
+        if scheduler.isSuspended {
+            events.append(ExplorationEvent("resume") { $0.perform($0.scheduler.setSuspended(false)) })
+        } else if suspensionsLeft > 0 {
+            events.append(ExplorationEvent("suspend") { model in
+                model.suspensionsLeft -= 1
+                model.perform(model.scheduler.setSuspended(true))
+            })
+        }
+        return events.map { event in
+            ExplorationEvent(event.name) { model in
+                for (index, operation) in model.operations.enumerated() {
+                    (operation as? AsyncOperation)?.heldSlot = model.heldSlots[index]
+                }
+                model.clock += 1
+                event.apply(&model)
+                for (index, operation) in model.operations.enumerated() {
+                    model.heldSlots[index] = (operation as? AsyncOperation)?.heldSlot ?? -1
+                }
+            }
+        }
+    }
+
+    mutating func add(_ index: Int) {
+        let operation = operations[index]
+        let isAsync = needs[index] != .plain
+        let (generation, _) = scheduler.beginAdmission(counting: isAsync ? 1 : 0)
+        switch needs[index] {
+        case .plain, .nothing:
+            readyAt[index] = clock
+            if scheduler.admitReady(operation, ticket: ticket(index)) {
+                perform(QueueScheduler.LetThrough(handOff: [operation]))
+            } else {
+                stages[index] = .inLine
+            }
+        case .conditions, .category:
+            scheduler.admitHeld(async(index))
+            stages[index] = .waitingForDependencies
+        }
+        _ = scheduler.endAdmission(generation: generation)
+    }
+
+    mutating func dependenciesFinished(_ index: Int) {
+        readyAt[index] = clock
+        if scheduler.requestTurn(for: async(index), ticket: ticket(index)) {
+            stages[index] = .inLine
+            proceed(index)
+        } else {
+            stages[index] = .inLine
+        }
+    }
+
+    mutating func conditionsPass(_ index: Int) {
+        conditionsPassed[index] = true
+        if needs[index] == .category {
+            acquire(index)
+        } else {
+            clearedToRun(index, holdsCategories: false)
+        }
+    }
+
+    mutating func cancel(_ index: Int) {
+        stages[index] = .finishedBeforeHandOff
+        perform(scheduler.finishedBeforeHandOff(async(index)))
+        _ = scheduler.operationLeft()
+    }
+
+    // MARK: Invariants
+
+    var key: String {
+        let stagesKey = stages.map(\.description).joined(separator: ",")
+        let line = scheduler.waiting.map { String($0.ticket) }.joined(separator: ",")
+        let turn = scheduler.turn.map { id in operations.firstIndex { ObjectIdentifier($0) == id }! } ?? -1
+        let ready = readyAt.map { $0 == nil ? "n" : "r" }.joined()
+        let went = wentAt.map { $0 == nil ? "n" : "w" }.joined()
+        let passed = conditionsPassed.map { $0 ? "p" : "n" }.joined()
+        return "\(stagesKey)|\(line)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
+    }
+
+    func checkInvariants(_ trail: [String]) {
+        #expect(violations.isEmpty, "\(violations) after \(trail)")
+        let tickets = scheduler.waiting.map(\.ticket)
+        #expect(tickets == tickets.sorted(), "line out of order \(tickets) after \(trail)")
+        #expect(Set(tickets).count == tickets.count, "an operation twice in line \(tickets) after \(trail)")
+        if scheduler.isSerial {
+            let going = stages.filter { [.evaluatingConditions, .acquiring, .givingBack].contains($0) }.count
+            #expect(going <= 1, "\(going) operations going at once on a serial queue after \(trail)")
+        }
+        for (index, stage) in stages.enumerated() where stage == .handedOff || stage == .finishedBeforeHandOff {
+            #expect(!scheduler.waiting.contains { $0.operation === operations[index] }, "op\(index) done but in line after \(trail)")
+        }
+    }
+
+    func checkTerminal(_ trail: [String]) {
+        #expect(!scheduler.isSuspended)
+        #expect(stages.allSatisfy { $0 == .handedOff || $0 == .finishedBeforeHandOff }, "stuck: \(stages) after \(trail)")
+        #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
+        #expect(scheduler.waiting.isEmpty && scheduler.held.isEmpty && scheduler.turn == nil, "left over after \(trail)")
+    }
+}
+
+@Suite struct QueueSchedulerExplorationTests {
+    private static let scopes: [(needs: [Needs], suspensions: Int)] = [
+        ([.conditions, .nothing, .category, .plain], 1),
+        ([.category, .conditions, .category], 2),
+        ([.nothing, .conditions, .plain], 2),
+        ([.conditions, .category, .nothing, .category], 2),
+    ]
+
+    @Test(arguments: [true, false])
+    func everyOrderOfEvents_keepsTheSchedulingInvariants(serial: Bool) {
+        var total = 0
+        for scope in Self.scopes {
+            let report = exploreEveryOrder(
+                from: SchedulerModel(scope.needs, serial: serial, suspensions: scope.suspensions),
+                events: \.possibleEvents,
+                key: \.key,
+                check: { $0.checkInvariants($1) },
+                checkTerminal: { $0.checkTerminal($1) }
+            )
+            print("QueueScheduler exploration, \(serial ? "serial" : "concurrent") \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
+            #expect(report.terminalStates > 0)
+            total += report.states
+        }
+        #expect(total > 1_000) // the scopes really branch
+    }
+}
