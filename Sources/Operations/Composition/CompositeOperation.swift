@@ -189,12 +189,12 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
     }
 
     override func releaseResources() {
-        storage.withLock { state in
+        let released = storage.withLock { state in
             state.machine.release()
-            state.factories = []
-            state.completion = nil
-            state.cancellation = nil
+            defer { state.factories = [] }
+            return (state.factories, state.completion.take(), state.cancellation.take())
         }
+        _ = released // the closures' captures are released outside the lock
         super.releaseResources()
     }
 }

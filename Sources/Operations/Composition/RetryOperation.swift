@@ -108,11 +108,11 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
             let willRetry = retry(afterAttemptFailedWith: errors)
             super.recordChildFinished(child, errors: willRetry ? [] : errors)
         case .backoffWait:
-            let pending = state.withLock { state -> [any Error] in
-                state.backoffWait = nil
+            let (pending, finishedWait) = state.withLock { state -> ([any Error], Operation?) in
                 defer { state.errorsAwaitingRetry = [] }
-                return state.errorsAwaitingRetry
+                return (state.errorsAwaitingRetry, state.backoffWait.take())
             }
+            _ = finishedWait // released outside the lock
             if !startAttempt() {
                 super.recordChildFinished(child, errors: pending + errors)
                 return
@@ -172,10 +172,9 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
 
     override func releaseResources() {
         super.releaseResources()
-        state.withLock { state in
-            state.makeAttempt = nil
-            state.shouldRetry = nil
-            state.backoffWait = nil
+        let released = state.withLock { state in
+            (state.makeAttempt.take(), state.shouldRetry.take(), state.backoffWait.take())
         }
+        _ = released // the closures' captures are released outside the lock
     }
 }

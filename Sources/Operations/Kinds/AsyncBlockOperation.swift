@@ -87,11 +87,11 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func releaseResources() {
-        let gate = block.withLock { state -> ContinuationGate? in
+        let released = block.withLock { state -> BlockState in
             defer { state = BlockState() }
-            return state.pendingContinuation
+            return state // the block is released after unlocking: its captures are user code
         }
-        gate?.operationFinished()
+        released.pendingContinuation?.operationFinished()
     }
 }
 
@@ -134,6 +134,7 @@ final class ContinuationGate: Sendable {
 
     /// The operation finished (for instance, cancelled): drop it, so a late call does nothing.
     func operationFinished() {
-        state.withLock { $0.operation = nil }
+        let released = state.withLock { $0.operation.take() }
+        _ = released
     }
 }

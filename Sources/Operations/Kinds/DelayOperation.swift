@@ -86,8 +86,7 @@ public final class DelayOperation: AsyncOperation, @unchecked Sendable {
     override func releaseResources() {
         let source = timer.withLock { slot -> (any DispatchSourceTimer)? in
             slot.isReleased = true
-            defer { slot.timer = nil }
-            return slot.timer
+            return slot.timer.take()
         }
         source?.cancel()
     }

@@ -82,6 +82,7 @@ open class ResultBlockOperation<Output: Sendable>: ResultOperation<Output>, @unc
     }
 
     override func releaseResources() {
-        work.withLock { $0 = nil }
+        let released = work.withLock { $0.take() }
+        _ = released // the block's captures are released outside the lock
     }
 }

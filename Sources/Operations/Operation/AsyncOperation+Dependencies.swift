@@ -21,7 +21,7 @@ extension AsyncOperation {
     }
 
     /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
-    func addDependent(_ dependent: AsyncOperation) -> Bool {
+    func addDependent(_ dependent: any FinishWatcher) -> Bool {
         lifecycle.withLock { $0.addDependent(dependent) }
     }
 
@@ -36,7 +36,7 @@ extension AsyncOperation {
         }
     }
 
-    func notifyDependents(_ dependents: [Weak<AsyncOperation>]) {
+    func notifyDependents(_ dependents: [WeakFinishWatcher]) {
         let id = ObjectIdentifier(self)
         Trampoline.run {
             for dependent in dependents {

@@ -42,7 +42,7 @@ struct OperationLifecycle {
     /// Watchers that report when a plain Foundation dependency finishes.
     private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
     /// Operations waiting for this one to finish.
-    private(set) var dependents: [Weak<AsyncOperation>] = []
+    private(set) var dependents: [WeakFinishWatcher] = []
     /// The dependency that closes a dependency cycle, if one was detected.
     private(set) var cycleDependencyName: String?
 
@@ -271,15 +271,10 @@ struct OperationLifecycle {
         dependencyWatchers[id] = watcher
     }
 
-    /// Waits for `id` to finish without it being a dependency (a finish listener).
-    mutating func awaitFinish(of id: ObjectIdentifier) {
-        unfinishedDependencies.append(id)
-    }
-
     /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
-    mutating func addDependent(_ dependent: AsyncOperation) -> Bool {
+    mutating func addDependent(_ dependent: any FinishWatcher) -> Bool {
         guard phase < .finished else { return false }
-        dependents.append(Weak(dependent))
+        dependents.append(WeakFinishWatcher(dependent))
         return true
     }
 
@@ -666,8 +661,11 @@ struct OperationLifecycle {
         var categoriesToRelease: [String]
         var categoriesToWithdraw: [String]
         var linePlace: LinePlace
-        var dependents: [Weak<AsyncOperation>]
+        var dependents: [WeakFinishWatcher]
         var released: [AnyObject]
+        /// Released by the caller after unlocking: their `deinit` is user code.
+        var observers: [any OperationObserver]
+        var conditions: [any OperationCondition]
         var watchers: [Operation]
         var queue: AsyncOperationQueue?
         var errors: [any Error]
@@ -682,6 +680,8 @@ struct OperationLifecycle {
             linePlace: linePlace,
             dependents: dependents,
             released: dependencies,
+            observers: observers,
+            conditions: conditions,
             watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
             queue: queue,
             errors: errors

@@ -108,3 +108,17 @@ final class PlatformMutexAttributes: @unchecked Sendable {
     }
 }
 #endif
+
+extension Optional {
+    /// Returns the value and leaves `nil` behind: inside `withLock`, return what this takes out,
+    /// so that it is released after unlocking (a closure's or an object's `deinit` is user code).
+    ///
+    /// ```swift
+    /// let released = state.withLock { $0.block.take() }
+    /// _ = released // dropped here, outside the lock
+    /// ```
+    package mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}

@@ -8,3 +8,12 @@ struct Weak<Object: AnyObject> {
 }
 
 extension Weak: Sendable where Object: Sendable {}
+
+/// A weak reference to a finish watcher (a dependent operation or a finish listener).
+struct WeakFinishWatcher: Sendable {
+    weak var object: (any FinishWatcher)?
+
+    init(_ object: any FinishWatcher) {
+        self.object = object
+    }
+}

@@ -51,12 +51,10 @@ final class TaskRunner<Output: Sendable>: Sendable {
         task?.cancel()
     }
 
-    /// Drops the body and the task handle.
+    /// Drops the body and the task handle (after unlocking: the body's captures are user code).
     func release() {
-        state.withLock { state in
-            state.body = nil
-            state.task = nil
-        }
+        let released = state.withLock { ($0.body.take(), $0.task.take()) }
+        _ = released
     }
 }
 
