@@ -39,7 +39,9 @@ public struct TimeoutObserver: OperationObserver {
 }
 
 /// The timers a `TimeoutObserver` runs, one per operation.
-private struct TimerTable: Sendable {
+// @unchecked Sendable: the table is only reached under its lock (Dispatch's timer sources are not
+// marked Sendable on Linux, though Dispatch lets any thread cancel them).
+private struct TimerTable: @unchecked Sendable {
     private let timers = Locked<[ObjectIdentifier: any DispatchSourceTimer]>.make([:])
 
     func insert(_ timer: any DispatchSourceTimer, for operation: AsyncOperation) {

@@ -5,7 +5,7 @@ import Foundation
 /// Each category keeps its waiters in a line ordered by `LinePlace`; an operation needing several
 /// categories stands in each of their lines. The common case, one category, touches the
 /// category table once per call (this is the hot path of every exclusive operation).
-struct ExclusivityState {
+struct ExclusivityState: Sendable {
     struct Request {
         let place: LinePlace
         let operation: AsyncOperation

@@ -3,7 +3,7 @@
 /// ticket. A group's children thus stand where their group stands, ahead of operations added after
 /// it: one of those waiting for the group's category must not also keep the group's children out
 /// of another category, or the group would wait forever for them.
-struct LinePlace: Comparable, Hashable {
+struct LinePlace: Comparable, Hashable, Sendable {
     var root: UInt64
     var ticket: UInt64
 

@@ -5,7 +5,7 @@
 /// leaves an empty slot (compacted later), so the line never keeps a departed waiter alive: its
 /// last reference goes wherever the caller takes it, outside any lock.
 struct TicketLine<Element> {
-    private struct Slot {
+    fileprivate struct Slot {
         var place: LinePlace
         var element: Element?
     }
@@ -84,3 +84,6 @@ struct TicketLine<Element> {
         }
     }
 }
+
+extension TicketLine: Sendable where Element: Sendable {}
+extension TicketLine.Slot: Sendable where Element: Sendable {}

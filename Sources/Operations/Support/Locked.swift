@@ -13,13 +13,18 @@ typealias PlatformMutex = pthread_mutex_t
 #endif
 
 /// A value that can only be reached while holding its lock: the one lock type of this package
-/// (`package`, so the Conditions and Observers modules use it too).
+/// (`package`, so the Conditions and Observers modules use it too). Like NIO's locked value box,
+/// it is `Sendable` only where its value is.
 ///
 /// The value and the mutex live in one allocation, so the mutex never moves. Never call user code
-/// (blocks, observers, conditions) inside `withLock`: collect what must be called, return it, and
-/// call it after the lock is released.
-// @unchecked Sendable: the value is only reachable through `withLock`, which holds the mutex.
-package struct Locked<Value>: @unchecked Sendable {
+/// (blocks, observers, conditions) inside `withLock`, and never release it there either (a
+/// closure's or an object's `deinit` is user code): collect what must be called or released,
+/// return it, and call or drop it after the lock is released.
+///
+/// Locks are not nested, with one exception: `ExclusivityController.reserve(for:)` reads an
+/// operation's lifecycle under the exclusivity lock (order: exclusivity, then lifecycle; nothing
+/// takes them the other way round).
+package struct Locked<Value> {
     private let storage: LockStorage<Value>
 
     private init(storage: LockStorage<Value>) {
@@ -40,6 +45,9 @@ package struct Locked<Value>: @unchecked Sendable {
         try storage.withLock(body)
     }
 }
+
+// @unchecked Sendable: the value is only reachable through `withLock`, which holds the mutex.
+extension Locked: @unchecked Sendable where Value: Sendable {}
 
 /// The allocation behind `Locked`: the value and its mutex side by side.
 final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
