@@ -32,17 +32,8 @@ import Foundation
 /// ```
 // @unchecked Sendable: `children` lives in a `Locked` value; the queue is thread-safe.
 open class GroupOperation: AsyncOperation, @unchecked Sendable {
-    private struct Children {
-        var pending = 0
-        var errors: [any Error] = []
-        var isExecuting = false
-        var isDone = false
-        /// Finishing without having executed: waiting for the cancelled children to finish first.
-        var isDraining = false
-    }
-
     private let queue = AsyncOperationQueue()
-    private let children = Locked.make(Children())
+    let children = Locked.make(GroupStateMachine())
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
@@ -63,7 +54,7 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     /// Adds children, in order.
     public final func addChildren(_ operations: [Foundation.Operation]) {
         guard !operations.isEmpty else { return }
-        guard !children.withLock({ $0.isDone }) else {
+        guard !children.withLock(\.isDone) else {
             if isCancelled {
                 operations.forEach { $0.cancel() } // children of a cancelled group must not run
             }
@@ -84,9 +75,8 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     /// Starts the children. A subclass that adds children here calls `super.execute()` after
     /// adding them.
     open override func execute() {
-        children.withLock { $0.isExecuting = true }
         queue.isSuspended = false
-        finishIfChildrenAreDone()
+        perform(children.withLock { $0.executionBegan() })
     }
 
     /// Called when a child finished, with its errors, before the group decides whether it is
@@ -97,7 +87,7 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     // MARK: - Book-keeping
 
     func childWasAdmitted(_ child: Foundation.Operation) {
-        children.withLock { $0.pending += 1 }
+        children.withLock { $0.childAdmitted() }
         if isCancelled {
             child.cancel() // joined a group already cancelled: it must not run either
         }
@@ -109,27 +99,12 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
 
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
         childDidFinish(child, errors: errors)
-        children.withLock { state in
-            state.pending -= 1
-            state.errors.append(contentsOf: errors)
-        }
-        finishIfChildrenAreDone()
+        perform(children.withLock { $0.childFinished(errors: errors) })
     }
 
-    private func finishIfChildrenAreDone() {
-        enum Next { case wait, finish([any Error]), deliverHeldFinish }
-        let next = children.withLock { state -> Next in
-            guard state.pending == 0 else { return .wait }
-            if state.isDraining {
-                state.isDraining = false
-                return .deliverHeldFinish
-            }
-            guard state.isExecuting, !state.isDone else { return .wait }
-            state.isDone = true
-            return .finish(state.errors)
-        }
-        switch next {
-        case .wait:
+    private func perform(_ action: GroupStateMachine.Action) {
+        switch action {
+        case .none:
             break
         case let .finish(errors):
             finish(errors: errors)
@@ -141,15 +116,9 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     /// Cancelled before it executed, or stopped by a failed condition: the children will never
     /// run, but the group still finishes only after they have (cancelled).
     override func holdsFinishWithoutExecuting() -> Bool {
-        let hasChildren = children.withLock { state -> Bool in
-            guard state.pending > 0 else { return false }
-            state.isDraining = true
-            return true
-        }
-        guard hasChildren else { return false }
+        guard children.withLock({ $0.holdFinishWithoutExecuting() }) else { return false }
         queue.cancelAllOperations()
         queue.isSuspended = false
-        finishIfChildrenAreDone()
         return true
     }
 
@@ -158,10 +127,7 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func releaseResources() {
-        let neverExecuted = children.withLock { state -> Bool in
-            defer { state.isDone = true }
-            return !state.isExecuting
-        }
+        let neverExecuted = children.withLock { $0.finished() }
         if neverExecuted {
             // Finished without executing (cancelled, or a condition failed): the children never
             // will. Cancel them and let the queue drain them.

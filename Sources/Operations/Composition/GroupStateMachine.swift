@@ -1,0 +1,87 @@
+/// The rules of a `GroupOperation`'s bookkeeping, without threads or side effects: which children
+/// are admitted and unfinished, their errors, and when the group may finish.
+///
+/// A group finishes only once every child it admitted has finished: after executing, when the
+/// last child finishes; without executing (cancelled, or a condition failed), by holding its
+/// finish back until its cancelled children have drained.
+struct GroupStateMachine {
+    enum Phase: Equatable {
+        /// Not executing yet: children are admitted and wait.
+        case waiting
+        /// Executing: finishes when no child is left.
+        case executing
+        /// Finishing without having executed, its finish held back until no child is left.
+        case draining
+        /// Drained: its held finish is being delivered. No child may join any more.
+        case drained
+        /// Finished (or finishing): no child may join any more.
+        case done
+    }
+
+    /// What the group must do after an event.
+    enum Action {
+        case none
+        /// Every child finished after the group executed: finish with these errors.
+        case finish([any Error])
+        /// Every child drained: deliver the finish held back.
+        case deliverHeldFinish
+    }
+
+    private(set) var phase = Phase.waiting
+    /// Children admitted and not finished.
+    private(set) var unfinishedChildren = 0
+    /// Children admitted so far, finished or not (for progress).
+    private(set) var admittedChildren = 0
+    /// Every child's errors, in the order the children finished.
+    private(set) var childErrors: [any Error] = []
+
+    /// No child may join any more.
+    var isDone: Bool { phase == .done || phase == .drained }
+
+    mutating func childAdmitted() {
+        unfinishedChildren += 1
+        admittedChildren += 1
+    }
+
+    mutating func childFinished(errors: [any Error]) -> Action {
+        unfinishedChildren -= 1
+        childErrors.append(contentsOf: errors)
+        return settle()
+    }
+
+    /// The group executes: it finishes at once if it has no unfinished child.
+    mutating func executionBegan() -> Action {
+        guard phase == .waiting else { return .none }
+        phase = .executing
+        return settle()
+    }
+
+    /// The group is about to finish without executing: `true` if it holds the finish back until
+    /// its children have drained (it has unfinished children).
+    mutating func holdFinishWithoutExecuting() -> Bool {
+        guard phase == .waiting, unfinishedChildren > 0 else { return false }
+        phase = .draining
+        return true
+    }
+
+    /// The group finished: returns whether it never executed (its children must be cancelled
+    /// and drained).
+    mutating func finished() -> Bool {
+        defer { phase = .done }
+        return phase == .waiting || phase == .draining || phase == .drained
+    }
+
+    private mutating func settle() -> Action {
+        guard unfinishedChildren == 0 else { return .none }
+        switch phase {
+        case .executing:
+            phase = .done
+            return .finish(childErrors)
+        case .draining:
+            phase = .drained
+            return .deliverHeldFinish
+        case .waiting, .drained, .done:
+            return .none
+        }
+    }
+}
