@@ -224,3 +224,25 @@ public final class QueueEventLog: AsyncOperationQueueDelegate {
         }
     }
 }
+
+/// A condition that only claims mutually exclusive categories and is satisfied at once (the
+/// Conditions module's `ExclusiveCategory`, for test targets that do not import it).
+///
+/// ```swift
+/// operation.addCondition(ExclusiveStub("Database"))
+/// ```
+public struct ExclusiveStub: OperationCondition {
+    public let mutuallyExclusiveCategories: Set<String>
+
+    public init(_ categories: String...) {
+        mutuallyExclusiveCategories = Set(categories)
+    }
+
+    public init(_ categories: [String]) {
+        mutuallyExclusiveCategories = Set(categories)
+    }
+
+    public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}

@@ -47,6 +47,11 @@ final class ExclusivityController: Sendable {
         return wasInLine
     }
 
+    /// Where the waiter at `place` stands in each of `categories`' lines, for inspection.
+    func standings(of place: LinePlace, in categories: [String]) -> [CategoryStanding] {
+        state.withLock { $0.standings(of: place, in: categories) }
+    }
+
     /// The categories currently held, for tests and diagnostics.
     var heldCategories: Set<String> {
         state.withLock { $0.heldCategories }

@@ -5,6 +5,14 @@ import Foundation
 /// Each category keeps its waiters in a line ordered by `LinePlace`; an operation needing several
 /// categories stands in each of their lines. The common case, one category, touches the
 /// category table once per call (this is the hot path of every exclusive operation).
+/// Where an operation stands in one category's line, for inspection.
+struct CategoryStanding {
+    let category: String
+    let holder: AsyncOperation?
+    /// Waiters ahead of it in the category's line; `nil` if it is not in that line.
+    let waitersAhead: Int?
+}
+
 struct ExclusivityState: Sendable {
     struct Request {
         let place: LinePlace
@@ -20,14 +28,27 @@ struct ExclusivityState: Sendable {
     }
 
     private struct Category {
-        var isHeld = false
+        /// The operation holding the category, if any (kept until it releases the category, so
+        /// an inspector can name it).
+        var holder: AsyncOperation?
         var line = TicketLine<Waiter>()
+
+        var isHeld: Bool { holder != nil }
     }
 
     private var categories: [String: Category] = [:]
 
     var heldCategories: Set<String> {
         Set(categories.filter { $0.value.isHeld }.keys)
+    }
+
+    /// Where the waiter at `place` stands in each of `names`' lines: who holds the category, and
+    /// how many waiters are ahead of it (`nil` if it is not in that line).
+    func standings(of place: LinePlace, in names: [String]) -> [CategoryStanding] {
+        names.map { name in
+            let category = categories[name]
+            return CategoryStanding(category: name, holder: category?.holder, waitersAhead: category?.line.countAhead(of: place))
+        }
     }
 
     /// Puts the request in line (not yet eligible) unless it already is.
@@ -42,12 +63,12 @@ struct ExclusivityState: Sendable {
         }
         let isInLine = categories[request.categories[0]]?.line.position(of: request.place) != nil
         if !isInLine && isClearAhead(of: request) {
-            hold(request.categories)
+            hold(request.categories, for: request.operation)
             return true
         }
         enterLines(request, isEligible: true)
         guard canGrant(place: request.place, categories: request.categories) else { return false }
-        grant(request.categories)
+        grant(request.categories, to: request.operation)
         return true
     }
 
@@ -56,7 +77,7 @@ struct ExclusivityState: Sendable {
             return releaseAlone(names[0])
         }
         for name in names {
-            categories[name]?.isHeld = false
+            categories[name]?.holder = nil
         }
         return Granted(grantWaiters(in: names))
     }
@@ -79,11 +100,11 @@ struct ExclusivityState: Sendable {
                 category.line.update(at: position) { $0.isEligible = true }
                 guard !category.isHeld, position == category.line.firstPosition else { return false }
                 category.line.removeFirst()
-                category.isHeld = true
+                category.holder = request.operation
                 return true
             }
             if !category.isHeld, category.line.first.map({ request.place < $0.place }) ?? true {
-                category.isHeld = true
+                category.holder = request.operation
                 return true
             }
             let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: true)
@@ -95,14 +116,14 @@ struct ExclusivityState: Sendable {
     private mutating func releaseAlone(_ name: String) -> Granted {
         var needsOtherCategories = false
         let granted = withCategory(name) { category -> AsyncOperation? in
-            category.isHeld = false
+            category.holder = nil
             guard let (_, first) = category.line.first, first.isEligible else { return nil }
             guard first.categories.count == 1 else {
                 needsOtherCategories = true
                 return nil
             }
             category.line.removeFirst()
-            category.isHeld = true
+            category.holder = first.operation
             return first.operation
         }
         if needsOtherCategories {
@@ -158,18 +179,18 @@ struct ExclusivityState: Sendable {
     }
 
     /// Takes the first waiter out of each of `names`' lines and holds the categories for it.
-    private mutating func grant(_ names: [String]) {
+    private mutating func grant(_ names: [String], to operation: AsyncOperation) {
         for name in names {
             withCategory(name) { category in
                 if !category.line.isEmpty { category.line.removeFirst() }
-                category.isHeld = true
+                category.holder = operation
             }
         }
     }
 
-    private mutating func hold(_ names: [String]) {
+    private mutating func hold(_ names: [String], for operation: AsyncOperation) {
         for name in names {
-            withCategory(name) { $0.isHeld = true }
+            withCategory(name) { $0.holder = operation }
         }
     }
 
@@ -179,7 +200,7 @@ struct ExclusivityState: Sendable {
             guard let (place, first) = categories[name]?.line.first, first.isEligible,
                   canGrant(place: place, categories: first.categories)
             else { continue }
-            grant(first.categories)
+            grant(first.categories, to: first.operation)
             granted.append(first.operation)
         }
         for name in names {

@@ -30,6 +30,11 @@ struct TicketLine<Element> {
 
     var firstPosition: Int { head }
 
+    /// How many waiters stand ahead of the one at `place`; `nil` if it is not in line.
+    func countAhead(of place: LinePlace) -> Int? {
+        position(of: place).map { $0 - head }
+    }
+
     /// Changes the waiter at `position` (from `position(of:)`) in place.
     mutating func update(at position: Int, _ change: (inout Element) -> Void) {
         change(&storage[position].element!)

@@ -100,6 +100,13 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         lifecycle.withLock { $0.errors }
     }
 
+    /// The operation's name and state and, while it waits, exactly what for:
+    /// `snapshot().description`, for instance
+    /// `save: waiting for categories; waits for category 'Database' (held by 'migrate'; 1st in line)`.
+    open override var debugDescription: String {
+        snapshot().description
+    }
+
     /// Whether the operation collected any error.
     public final var isFailed: Bool {
         lifecycle.withLock { !$0.errors.isEmpty }

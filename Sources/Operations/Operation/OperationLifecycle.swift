@@ -130,6 +130,34 @@ struct OperationLifecycle {
         }
     }
 
+    // MARK: - Inspection
+
+    /// What an inspector needs, read in one step under the lock.
+    struct Inspection {
+        let phase: Phase
+        let isCancelled: Bool
+        let unfinishedDependencies: [Operation]
+        /// Conditions that were handed out and have not answered.
+        let unansweredConditions: [any OperationCondition]
+        let categories: [String]
+        let holdsCategories: Bool
+        let linePlace: LinePlace
+        let queue: AsyncOperationQueue?
+    }
+
+    var inspection: Inspection {
+        Inspection(
+            phase: phase,
+            isCancelled: isCancelled,
+            unfinishedDependencies: dependencies.filter { unfinishedDependencies.contains(ObjectIdentifier($0)) },
+            unansweredConditions: conditionsDispatched ? unansweredConditions.map(\.condition) : [],
+            categories: categories,
+            holdsCategories: holdsCategories,
+            linePlace: linePlace,
+            queue: queue
+        )
+    }
+
     // MARK: - Foundation-facing flags
 
     var isReadyForFoundation: Bool {

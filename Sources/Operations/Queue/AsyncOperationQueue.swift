@@ -62,6 +62,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         set { state.withLock { $0.settings.delegate = newValue } }
     }
 
+    /// Every unfinished operation on the queue (those held in its scheduler included), one per
+    /// line in add order with what it waits for, and whether the queue is suspended:
+    /// `snapshot().description`.
+    open override var debugDescription: String {
+        snapshot().description
+    }
+
     /// How long a condition may take to call its completion handler before the operation fails
     /// with `AsyncOperationError.conditionTimedOut`. Defaults to 60 seconds; `.infinity` waits
     /// forever.

@@ -224,6 +224,13 @@ struct QueueScheduler {
         return waiter
     }
 
+    /// Whether `operation` waits in the scheduler's line, and why: `true` because the queue is
+    /// suspended, `false` for its turn on a serial queue; `nil` if it is not in line.
+    func waitsInLine(_ operation: Operation) -> Bool? {
+        guard waiting.contains(where: { $0.operation === operation }) else { return nil }
+        return isSuspended
+    }
+
     // MARK: - Settings that change the order
 
     mutating func setSuspended(_ suspended: Bool) -> LetThrough {

@@ -3,14 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-/// A condition that only asks for a mutually exclusive category.
-private struct Exclusive: OperationCondition {
-    let category: String
-    var mutuallyExclusiveCategories: Set<String> { [category] }
-    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.satisfied)
-    }
-}
 
 @Suite struct GroupOperationTests {
     @Test func group_finishesAfterEveryChild() {
@@ -168,9 +160,9 @@ private struct Exclusive: OperationCondition {
     @Test func childNeedingCategoryHeldByGroup_failsAtOnce() {
         let category = uniqueName("category")
         let child = AsyncBlockOperation {}
-        child.addCondition(Exclusive(category: category))
+        child.addCondition(ExclusiveStub(category))
         let group = GroupOperation(operations: [child])
-        group.addCondition(Exclusive(category: category))
+        group.addCondition(ExclusiveStub(category))
         AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
         let error = child.errors.first as? AsyncOperationError
         #expect(error == .categoryHeldByEnclosingGroup(category: category, operation: "AsyncBlockOperation"))

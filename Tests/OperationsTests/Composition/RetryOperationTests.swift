@@ -3,14 +3,6 @@ import Operations
 import Testing
 import TestSupport
 
-/// A condition that only asks for a mutually exclusive category.
-private struct Exclusive: OperationCondition {
-    let category: String
-    var mutuallyExclusiveCategories: Set<String> { [category] }
-    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.satisfied)
-    }
-}
 
 /// Records every event an observer hears, by name.
 private struct EventLog: OperationObserver {
@@ -234,10 +226,10 @@ private func uptime() -> TimeInterval {
         let category = uniqueName("category")
         let retry = RetryOperation(maxAttempts: 2) { _ in
             let attempt = AsyncBlockOperation {}
-            attempt.addCondition(Exclusive(category: category))
+            attempt.addCondition(ExclusiveStub(category))
             return attempt
         }
-        retry.addCondition(Exclusive(category: category))
+        retry.addCondition(ExclusiveStub(category))
         #expect(throws: AsyncOperationError.self) { try retry.runAndWait() }
         #expect(retry.attemptCount == 2)
     }

@@ -240,7 +240,7 @@ struct MutualExclusionTests {
                 finish(StubError.thrown)
             }
         }
-        failing.addCondition(Exclusive([x]))
+        failing.addCondition(ExclusiveStub([x]))
         let next = timeline.operation("B", categories: [x])
 
         // When
@@ -304,7 +304,7 @@ struct MutualExclusionTests {
         let started = Signal()
         let queue = makeQueue(maxConcurrent: 4)
         let holder = AsyncBlockOperation { _ in started.signal() }
-        holder.addCondition(Exclusive([x]))
+        holder.addCondition(ExclusiveStub([x]))
         let next = timeline.operation("N", categories: [x])
         queue.addOperations([holder, next], waitUntilFinished: false)
         #expect(started.wait())
@@ -395,7 +395,7 @@ struct MutualExclusionTests {
         let first = makeQueue(maxConcurrent: 4)
         let second = makeQueue(maxConcurrent: 4)
         let holder = AsyncBlockOperation { _ in started.signal() }
-        holder.addCondition(Exclusive([x]))
+        holder.addCondition(ExclusiveStub([x]))
         let waiters = [timeline.operation("W1", categories: [x]), timeline.operation("W2", categories: [x])]
         first.addOperations([holder] + waiters, waitUntilFinished: false)
         #expect(started.wait())
@@ -451,20 +451,6 @@ private extension StubError {
     static let refused = StubError("refused")
 }
 
-/// A condition that only claims mutually exclusive categories.
-private struct Exclusive: OperationCondition {
-    let categories: Set<String>
-
-    init(_ categories: [String]) {
-        self.categories = Set(categories)
-    }
-
-    var mutuallyExclusiveCategories: Set<String> { categories }
-
-    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        completion(.satisfied)
-    }
-}
 
 /// A condition that always fails.
 private struct Refuses: OperationCondition {
@@ -518,10 +504,10 @@ private final class Timeline: Sendable {
         operation.name = label
         if oneConditionPerCategory {
             for category in categories {
-                operation.addCondition(Exclusive([category]))
+                operation.addCondition(ExclusiveStub([category]))
             }
         } else if !categories.isEmpty {
-            operation.addCondition(Exclusive(categories))
+            operation.addCondition(ExclusiveStub(categories))
         }
         return operation
     }

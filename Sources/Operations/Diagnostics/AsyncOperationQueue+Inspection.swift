@@ -1,0 +1,42 @@
+import Foundation
+
+extension AsyncOperationQueue {
+    /// A picture of the queue now: whether it is suspended, and every unfinished operation on it
+    /// (those still held in its scheduler included), in add order, each with what it waits for.
+    ///
+    /// Safe to call from any thread at any time, while the queue runs.
+    public func snapshot() -> QueueSnapshot {
+        let operations = allOperations.map { operation -> OperationSnapshot in
+            if let operation = operation as? AsyncOperation {
+                return operation.snapshot()
+            }
+            return plainSnapshot(of: operation)
+        }
+        return QueueSnapshot(name: name, isSuspended: isSuspended, maxConcurrentOperationCount: maxConcurrentOperationCount, operations: operations)
+    }
+
+    /// Why `operation` waits in the scheduler's line, if it does.
+    func reasonForWaitingInLine(_ operation: Operation) -> OperationSnapshot.Reason? {
+        guard let suspended = state.withLock({ $0.scheduler.waitsInLine(operation) }) else { return nil }
+        return suspended ? .suspendedQueue(name) : .turnOnSerialQueue(name)
+    }
+
+    private func plainSnapshot(of operation: Operation) -> OperationSnapshot {
+        var state: OperationSnapshot.State
+        var reasons: [OperationSnapshot.Reason] = []
+        if let lineReason = reasonForWaitingInLine(operation) {
+            state = .waitingInLine
+            reasons.append(lineReason)
+        } else if operation.isFinished {
+            state = .finished
+        } else if operation.isExecuting {
+            state = .executing
+        } else {
+            let unfinished = operation.dependencies.filter { !$0.isFinished }
+            state = unfinished.isEmpty ? .ready : .waitingForDependencies
+            reasons += unfinished.map { .dependency($0.displayName) }
+            if state == .ready && isSuspended { reasons.append(.suspendedQueue(name)) }
+        }
+        return OperationSnapshot(name: operation.displayName, state: state, isCancelled: operation.isCancelled, waitsFor: reasons)
+    }
+}
