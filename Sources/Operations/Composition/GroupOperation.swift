@@ -20,6 +20,18 @@ import Foundation
 /// category its enclosing group holds could never run, so it fails at once with
 /// `AsyncOperationError.categoryHeldByEnclosingGroup`.
 ///
+/// Its `progress` counts the children: `totalUnitCount` those admitted (growing as children are
+/// added or produced), `completedUnitCount` those finished, and `fractionCompleted` is 1 once the
+/// group has finished. A child group's progress is a child of its parent's, as Foundation's child
+/// progress works, so nested groups report partial progress; cancelling the progress cancels
+/// the group.
+///
+/// ```swift
+/// let observation = group.progress.observe(\.fractionCompleted) { progress, _ in
+///     print("\(Int(progress.fractionCompleted * 100)) %")
+/// }
+/// ```
+///
 /// Subclasses add their children in `execute()` and then call `super.execute()`:
 ///
 /// ```swift
@@ -31,13 +43,22 @@ import Foundation
 /// }
 /// ```
 // @unchecked Sendable: `children` lives in a `Locked` value; the queue is thread-safe.
-open class GroupOperation: AsyncOperation, @unchecked Sendable {
+open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendable {
     private let queue = AsyncOperationQueue()
     let children = Locked.make(GroupStateMachine())
 
+    /// The group's progress, in children: admitted (`totalUnitCount`) and finished
+    /// (`completedUnitCount`). Made with `Progress(totalUnitCount:)`, so it becomes a child of
+    /// the thread's current progress, if any, when the group is created. Cancelling it cancels
+    /// the group.
+    public let progress: Progress
+
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
+        progress = Progress(totalUnitCount: 0)
         super.init()
+        progress.isCancellable = true
+        progress.cancellationHandler = { [weak self] in self?.cancel() }
         queue.name = "GroupOperation children"
         queue.isSuspended = true
         queue.attach(to: self)
@@ -88,6 +109,10 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
 
     func childWasAdmitted(_ child: Foundation.Operation) {
         children.withLock { $0.childAdmitted() }
+        updateProgress()
+        if let childGroup = child as? GroupOperation {
+            progress.addChild(childGroup.progress, withPendingUnitCount: 1)
+        }
         if isCancelled {
             child.cancel() // joined a group already cancelled: it must not run either
         }
@@ -99,7 +124,9 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
 
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
         childDidFinish(child, errors: errors)
-        perform(children.withLock { $0.childFinished(errors: errors) })
+        let action = children.withLock { $0.childFinished(errors: errors) }
+        updateProgress()
+        perform(action)
     }
 
     private func perform(_ action: GroupStateMachine.Action) {
@@ -126,7 +153,28 @@ open class GroupOperation: AsyncOperation, @unchecked Sendable {
         queue.cancelAllOperations()
     }
 
+    /// Brings `progress` up to the children's counts. Progress is user-facing (observers may run
+    /// when it changes), so it is never set under the lock: each caller writes what it read and
+    /// reads again until the two agree, so the last write is always the latest count.
+    private func updateProgress() {
+        while true {
+            let (admitted, finished) = children.withLock { ($0.admittedChildren, $0.finishedChildren) }
+            if progress.totalUnitCount != Int64(admitted) { progress.totalUnitCount = Int64(admitted) }
+            if progress.completedUnitCount != Int64(finished) { progress.completedUnitCount = Int64(finished) }
+            let now = children.withLock { ($0.admittedChildren, $0.finishedChildren) }
+            if now == (admitted, finished) { return }
+        }
+    }
+
+    /// The group finished: its progress is complete (a group without children counts as one
+    /// unit done), before its parent group hears of it.
+    private func completeProgress() {
+        if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
+        progress.completedUnitCount = progress.totalUnitCount
+    }
+
     override func releaseResources() {
+        completeProgress()
         let neverExecuted = children.withLock { $0.finished() }
         if neverExecuted {
             // Finished without executing (cancelled, or a condition failed): the children never

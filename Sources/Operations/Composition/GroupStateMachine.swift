@@ -38,6 +38,9 @@ struct GroupStateMachine {
     /// No child may join any more.
     var isDone: Bool { phase == .done || phase == .drained }
 
+    /// Children admitted that have finished.
+    var finishedChildren: Int { admittedChildren - unfinishedChildren }
+
     mutating func childAdmitted() {
         unfinishedChildren += 1
         admittedChildren += 1

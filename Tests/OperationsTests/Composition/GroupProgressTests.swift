@@ -1,0 +1,114 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+/// `GroupOperation` reports its children as Foundation's `ProgressReporting`.
+@Suite struct GroupProgressTests {
+    @Test func progress_countsChildrenAdmittedAndFinished_andIsCompleteOnceTheGroupFinished() {
+        let held = HeldOperations()
+        let first = held.make(uniqueName("first"))
+        let second = held.make(uniqueName("second"))
+        let group = GroupOperation(operations: [first, second, AsyncBlockOperation {}])
+        #expect(group.progress.totalUnitCount == 3)
+        #expect(group.progress.completedUnitCount == 0)
+
+        AsyncOperationQueue().addOperation(group)
+        #expect(held.waitUntilStarted(first.name!) && held.waitUntilStarted(second.name!))
+        #expect(waitUntil { group.progress.completedUnitCount == 1 })
+        held.finish(first.name!)
+        #expect(waitUntil { group.progress.completedUnitCount == 2 })
+        #expect(!group.progress.isFinished)
+
+        held.finish(second.name!)
+        #expect(waitUntilFinished([group]))
+        #expect(group.progress.completedUnitCount == 3)
+        #expect(group.progress.fractionCompleted == 1)
+    }
+
+    @Test func childrenAddedOrProducedWhileRunning_growTheTotal() {
+        let held = HeldOperations()
+        let running = held.make(uniqueName("running"))
+        let producer = AsyncBlockOperation {}
+        let group = GroupOperation(operations: [running])
+        producer.addObserver(StartedObserverStub { operation in operation.produce(AsyncBlockOperation {}) })
+        AsyncOperationQueue().addOperation(group)
+        #expect(held.waitUntilStarted(running.name!))
+        #expect(group.progress.totalUnitCount == 1)
+
+        group.addChild(producer)
+        #expect(waitUntil { group.progress.totalUnitCount == 3 }) // the producer and what it produced
+        held.finish(running.name!)
+        #expect(waitUntilFinished([group]))
+        #expect(group.progress.completedUnitCount == 3)
+        #expect(group.progress.fractionCompleted == 1)
+    }
+
+    @Test func emptyGroup_isCompleteOnceFinished() {
+        let group = GroupOperation()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(group.progress.fractionCompleted == 1)
+        #expect(group.progress.isFinished)
+    }
+
+    @Test func nestedGroups_reportPartialProgress_asFoundationsChildProgressDoes() {
+        let held = HeldOperations()
+        let slow = held.make(uniqueName("slow"))
+        let inner = GroupOperation(operations: [slow, AsyncBlockOperation {}])
+        let outerHeld = held.make(uniqueName("outer"))
+        let outer = GroupOperation(operations: [inner, outerHeld])
+        AsyncOperationQueue().addOperation(outer)
+        #expect(held.waitUntilStarted(slow.name!) && held.waitUntilStarted(outerHeld.name!))
+
+        // Inner: 1 of 2 children done, so the outer group is a quarter done (half of one of two).
+        #expect(waitUntil { abs(outer.progress.fractionCompleted - 0.25) < 0.001 })
+        #expect(outer.progress.completedUnitCount == 0)
+
+        held.finish(slow.name!)
+        #expect(waitUntilFinished([inner]))
+        #expect(waitUntil { outer.progress.completedUnitCount == 1 })
+        #expect(abs(outer.progress.fractionCompleted - 0.5) < 0.001)
+
+        held.finish(outerHeld.name!)
+        #expect(waitUntilFinished([outer]))
+        #expect(outer.progress.completedUnitCount == 2)
+        #expect(outer.progress.fractionCompleted == 1)
+    }
+
+    @Test func cancellingTheProgress_cancelsTheGroup() {
+        let held = HeldOperations()
+        let child = held.make(uniqueName("child"))
+        let group = GroupOperation(operations: [child])
+        AsyncOperationQueue().addOperation(group)
+        #expect(held.waitUntilStarted(child.name!))
+
+        group.progress.cancel()
+        #expect(waitUntilFinished([group]))
+        #expect(group.isCancelled)
+        #expect(child.isCancelled)
+        #expect(group.progress.fractionCompleted == 1)
+    }
+
+    @Test func groupMadeWhileAProgressIsCurrent_becomesItsChild() {
+        let parent = Progress(totalUnitCount: 1)
+        parent.becomeCurrent(withPendingUnitCount: 1)
+        let group = GroupOperation(operations: [AsyncBlockOperation {}])
+        parent.resignCurrent()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(waitUntil { parent.completedUnitCount == 1 })
+        #expect(parent.fractionCompleted == 1)
+    }
+}
+
+/// Calls `body` when the operation starts (the Observers module's `StartedObserver`).
+private struct StartedObserverStub: OperationObserver {
+    let body: @Sendable (AsyncOperation) -> Void
+
+    init(_ body: @escaping @Sendable (AsyncOperation) -> Void) {
+        self.body = body
+    }
+
+    func operationDidStart(_ operation: AsyncOperation) {
+        body(operation)
+    }
+}
