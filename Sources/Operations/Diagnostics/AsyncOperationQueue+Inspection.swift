@@ -10,7 +10,7 @@ extension AsyncOperationQueue {
             if let operation = operation as? AsyncOperation {
                 return operation.snapshot()
             }
-            return plainSnapshot(of: operation)
+            return snapshot(ofPlain: operation)
         }
         return QueueSnapshot(name: name, isSuspended: isSuspended, maxConcurrentOperationCount: maxConcurrentOperationCount, operations: operations)
     }
@@ -21,7 +21,7 @@ extension AsyncOperationQueue {
         return suspended ? .suspendedQueue(name) : .turnOnSerialQueue(name)
     }
 
-    private func plainSnapshot(of operation: Operation) -> OperationSnapshot {
+    func snapshot(ofPlain operation: Operation) -> OperationSnapshot {
         var state: OperationSnapshot.State
         var reasons: [OperationSnapshot.Reason] = []
         if let lineReason = reasonForWaitingInLine(operation) {

@@ -33,6 +33,10 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// A child needs a mutually exclusive category its enclosing group holds; it fails with
         /// `AsyncOperationError.categoryHeldByEnclosingGroup` instead of waiting forever.
         case categoryHeldByEnclosingGroup
+        /// An operation has waited (not executed) longer than its queue's
+        /// `stallReportThreshold`; the message says what it waits for. Reported once per
+        /// operation; nothing is changed.
+        case stalled
     }
 
     /// What went wrong.
@@ -64,7 +68,13 @@ public enum OperationDiagnostics {
     /// writes the diagnostic's `description` to standard error.
     public static var handler: @Sendable (OperationDiagnostic) -> Void {
         get { storage.withLock { $0 } }
-        set { storage.withLock { $0 = newValue } }
+        set {
+            let previous = storage.withLock { handler in
+                defer { handler = newValue }
+                return handler
+            }
+            _ = previous // released outside the lock
+        }
     }
 
     /// Restores the default handler, which prints to standard error.

@@ -29,7 +29,11 @@ extension AsyncOperation {
                 addConditionDependency(dependency, to: queue)
             }
         }
-        advance(lifecycle.withLock { $0.finishEnqueuing() })
+        let action = lifecycle.withLock { $0.finishEnqueuing() }
+        if case .none = action {
+            logWaiting() // for its dependencies
+        }
+        advance(action)
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
@@ -54,6 +58,7 @@ extension AsyncOperation {
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .proceedWithoutConditions(queue, ticket):
             if let queue, !queue.requestTurn(for: self, ticket: ticket).mayProceed {
+                logWaiting()
                 return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
             }
             acquire([])
@@ -63,7 +68,10 @@ extension AsyncOperation {
                 let (mayProceed, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket)
                 // A suspended queue evaluates nothing, and a serial one one operation at a time:
                 // continueTowardsExecution() picks up when its turn comes.
-                if !mayProceed { return }
+                if !mayProceed {
+                    logWaiting()
+                    return
+                }
                 group = enclosingGroup
             }
             evaluate(conditions, in: group)
@@ -81,6 +89,7 @@ extension AsyncOperation {
         guard let dispatch else { return }
         if case let .passed(categories) = dispatch {
             // Nothing left to evaluate; evaluation only began after a look at the suspension.
+            logIfLogging(.conditionsAnswered(failures: 0))
             acquire(categories, suspensionJustChecked: true)
             return
         }
@@ -96,6 +105,7 @@ extension AsyncOperation {
         }
         let (unanswered, queue) = lifecycle.withLock { ($0.unansweredConditionCount, $0.queue) }
         guard unanswered > 0 else { return }
+        logWaiting()
         if !categories.isEmpty {
             // A condition answers later: hold this operation's place in line meanwhile, so later
             // operations of its categories do not overtake it. (Conditions that all answer at once
@@ -160,11 +170,13 @@ extension AsyncOperation {
         case .none:
             break
         case let .failed(errors):
+            logIfLogging(.conditionsAnswered(failures: errors.count))
             if timedOut {
                 OperationDiagnostics.report(.conditionTimedOut, self, "a condition did not answer in time; the operation finished without executing")
             }
             finish(errors: errors)
         case let .passed(categories):
+            logIfLogging(.conditionsAnswered(failures: 0))
             acquire(categories)
         }
     }
@@ -190,12 +202,17 @@ extension AsyncOperation {
             // A suspended queue takes no category: leave the line rather than hold it up, and
             // come back (with the same ticket, so the same place) when the queue resumes.
             leaveCategoryLines()
-            if queue.parkIfSuspended(self, ticket: lifecycle.withLock { $0.ticket }) { return }
+            if queue.parkIfSuspended(self, ticket: lifecycle.withLock { $0.ticket }) {
+                logWaiting()
+                return
+            }
         }
         // Marked as in line first, so that a finish from now on takes it out of line again.
         guard let place = lifecycle.withLock({ $0.enterLine() }) else { return }
         if ExclusivityController.shared.acquire(categories, for: self, place: place) {
             categoriesWereGranted()
+        } else {
+            logWaiting()
         }
     }
 
@@ -248,7 +265,9 @@ extension AsyncOperation {
 
     /// Called by the exclusivity controller once every category is held for this operation.
     func categoriesWereGranted() {
-        perform(lifecycle.withLock { $0.categoriesGranted() })
+        let (action, categories) = lifecycle.withLock { ($0.categoriesGranted(), $0.categories) }
+        logIfLogging(.categoriesGranted(categories))
+        perform(action)
     }
 
     func perform(_ action: OperationLifecycle.GrantAction) {

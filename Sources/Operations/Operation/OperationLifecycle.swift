@@ -29,6 +29,8 @@ struct OperationLifecycle {
     private(set) var phase = Phase.initialized
     private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
+    /// The logger of the queue the operation was added to, if that queue has one.
+    private(set) var logger: (any OperationLogger)?
     /// The value a `ResultOperation` produced, stored in the step that accepts its finish.
     private(set) var output: (any Sendable)?
 
@@ -322,6 +324,14 @@ struct OperationLifecycle {
         guard phase <= .pending else { return nil }
         conditions.append(condition)
         return phase == .pending
+    }
+
+    /// Attaches the logger of the queue the operation is being added to: it hears the observer
+    /// events through `observer`, the others from the operation. Only before it is on a queue.
+    mutating func attachLogger(_ logger: any OperationLogger, observer: any OperationObserver) {
+        guard phase == .initialized, self.logger == nil else { return }
+        self.logger = logger
+        observers.append(observer)
     }
 
     /// Adds an observer; `false` once the operation is finishing.

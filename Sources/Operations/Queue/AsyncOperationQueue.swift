@@ -31,6 +31,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
         /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
         weak var group: GroupOperation?
+        var logger: (any OperationLogger)?
     }
 
     /// Everything the queue's lock protects: the scheduling rules and the settings.
@@ -40,6 +41,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     let state = Locked<State>.make(State())
+    private let stallWatch = Locked<StallWatch?>.make(nil)
 
     /// The group whose children this queue runs, if any.
     var group: GroupOperation? {
@@ -67,6 +69,41 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// `snapshot().description`.
     open override var debugDescription: String {
         snapshot().description
+    }
+
+    /// Hears the lifecycle of every operation added from now on (see `OperationLogger`). `nil`,
+    /// the default, logs nothing and costs nothing.
+    public var logger: (any OperationLogger)? {
+        get { state.withLock { $0.settings.logger } }
+        set {
+            let previous = state.withLock { settings in
+                defer { settings.settings.logger = newValue }
+                return settings.settings.logger
+            }
+            _ = previous // released outside the lock
+        }
+    }
+
+    /// Reports operations that have waited (not executed) longer than this many seconds: one
+    /// `.stalled` diagnostic per operation, through `OperationDiagnostics.handler`, saying what
+    /// it waits for (for example the category it needs and the operation holding it). `nil`, the
+    /// default, reports nothing and costs nothing.
+    ///
+    /// ```swift
+    /// queue.stallReportThreshold = 30
+    /// // [Operations] stalled (sync): has waited 30 s without executing: sync: waiting for
+    /// // categories; waits for category 'Database' (held by 'migrate'; 1st in line) ...
+    /// ```
+    public var stallReportThreshold: TimeInterval? {
+        get { stallWatch.withLock { $0?.threshold } }
+        set {
+            let watch = newValue.map { StallWatch(queue: self, threshold: $0) }
+            let previous = stallWatch.withLock { current in
+                defer { current = watch }
+                return current
+            }
+            previous?.stop()
+        }
     }
 
     /// How long a condition may take to call its completion handler before the operation fails
@@ -143,6 +180,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let delegate: (any AsyncOperationQueueDelegate)?
         let barrier: Operation?
         let group: GroupOperation?
+        let logger: (any OperationLogger)?
         /// Serial or suspended when the add began: each operation asks the scheduler whether it
         /// waits in line (otherwise none does, and the check is skipped).
         let mayWaitInLine: Bool
@@ -156,6 +194,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 delegate: state.settings.delegate,
                 barrier: barrier,
                 group: state.settings.group,
+                logger: state.settings.logger,
                 mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
                 generation: generation
             )
@@ -182,6 +221,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         context.delegate?.operationQueue(self, willAdd: operation)
         if let barrier = context.barrier, barrier !== operation {
             operation.addDependency(barrier)
+        }
+        if let logger = context.logger {
+            logger.log(.added, of: operation, on: self)
+            (operation as? AsyncOperation)?.attach(logger, from: self)
         }
         if let operation = operation as? AsyncOperation {
             admit(operation, batch: &batch, context)

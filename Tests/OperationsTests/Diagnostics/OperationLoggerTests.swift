@@ -1,0 +1,99 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+/// A queue's `logger` hears each operation's lifecycle, in order and exactly once.
+@Suite struct OperationLoggerTests {
+    /// Keeps every event it hears.
+    private struct RecordingLogger: OperationLogger {
+        let events = Recorder<OperationLogEvent>()
+        var minimumLevel: OperationLogLevel = .trace
+
+        func log(_ event: OperationLogEvent) {
+            events.append(event)
+        }
+
+        func kinds(of name: String) -> [OperationLogEvent.Kind] {
+            events.all.filter { $0.operationName == name }.map(\.kind)
+        }
+    }
+
+    @Test func lifecycleEvents_comeInOrder_andOnce() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.name = "jobs"
+        queue.logger = logger
+        let category = uniqueName("Files")
+        let held = HeldOperations()
+        let holder = held.make(uniqueName("holder"))
+        holder.addCondition(ExclusiveStub(category))
+        let answer = HeldCallback<ConditionResult>()
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("save")
+        operation.addCondition(StubCondition(name: "Ready") { _, completion in answer.hold(completion) })
+        operation.addCondition(ExclusiveStub(category))
+
+        queue.addOperation(holder)
+        #expect(held.waitUntilStarted(holder.name!))
+        queue.addOperation(operation)
+        #expect(answer.waitUntilHeld())
+        answer.call(.satisfied)
+        #expect(waitUntil { logger.kinds(of: operation.name!).count == 4 }) // now waiting for the category
+        held.finish(holder.name!)
+        #expect(waitUntilFinished([operation]))
+        #expect(waitUntil { logger.kinds(of: operation.name!).last == .finished(errors: []) })
+
+        #expect(logger.kinds(of: operation.name!) == [
+            .added,
+            .waiting([.condition("Ready")]),
+            .conditionsAnswered(failures: 0),
+            .waiting([.category(category, heldBy: holder.name!, waitersAhead: 0)]),
+            .categoriesGranted([category]),
+            .started,
+            .finished(errors: []),
+        ])
+        #expect(logger.events.all.first { $0.operationName == operation.name! }?.queueName == "jobs")
+        #expect(logger.kinds(of: holder.name!) == [.added, .conditionsAnswered(failures: 0), .categoriesGranted([category]), .started, .finished(errors: [])])
+    }
+
+    @Test func cancelledAndFailedOperations_areLoggedWithTheirLevels() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        queue.isSuspended = true
+        let cancelled = AsyncBlockOperation {}
+        cancelled.name = uniqueName("cancelled")
+        let failing = AsyncBlockOperation { throw StubError("broken") }
+        failing.name = uniqueName("failing")
+        queue.addOperations([cancelled, failing], waitUntilFinished: false)
+        cancelled.cancel()
+        queue.isSuspended = false
+        #expect(waitUntilFinished([cancelled, failing]))
+        #expect(waitUntil { logger.kinds(of: failing.name!).count == 3 && logger.kinds(of: cancelled.name!).count == 3 })
+
+        #expect(logger.kinds(of: cancelled.name!) == [.added, .cancelled, .finished(errors: [])])
+        #expect(logger.kinds(of: failing.name!) == [.added, .started, .finished(errors: ["StubError(broken)"])])
+        let levels = logger.events.all.filter { $0.operationName == failing.name! }.map(\.level)
+        #expect(levels == [.debug, .info, .warning])
+        #expect(logger.events.all.first { $0.kind == .cancelled && $0.operationName == cancelled.name! }?.level == .notice)
+    }
+
+    @Test func minimumLevel_dropsQuieterEvents() {
+        var logger = RecordingLogger()
+        logger.minimumLevel = .info
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("quiet")
+        operation.addCondition(StubCondition.satisfied())
+        queue.addOperations([operation], waitUntilFinished: true)
+        #expect(waitUntil { logger.kinds(of: operation.name!).count == 2 })
+        #expect(logger.kinds(of: operation.name!) == [.started, .finished(errors: [])])
+    }
+
+    @Test func queueWithoutALogger_logsNothing() {
+        let queue = AsyncOperationQueue()
+        #expect(queue.logger == nil)
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import Operations
+import Testing
+import TestSupport
+
+/// `stallReportThreshold`: operations that wait too long are reported, once, with why.
+@Suite struct StallReportTests {
+    @Test func operationWaitingTooLongForACategory_isReportedOnce_withItsHolder() {
+        let log = DiagnosticsLog.shared
+        let category = uniqueName("Database")
+        let held = HeldOperations()
+        let holder = held.make(uniqueName("migrate"))
+        holder.addCondition(ExclusiveStub(category))
+        let waiter = AsyncBlockOperation {}
+        waiter.name = uniqueName("sync")
+        waiter.addCondition(ExclusiveStub(category))
+        let queue = AsyncOperationQueue()
+        queue.stallReportThreshold = 0.2
+        #expect(queue.stallReportThreshold == 0.2)
+        queue.addOperation(holder)
+        #expect(held.waitUntilStarted(holder.name!))
+        queue.addOperation(waiter)
+
+        #expect(waitUntil { !log.diagnostics(about: waiter.name!).isEmpty })
+        let report = log.diagnostics(about: waiter.name!)[0]
+        #expect(report.kind == .stalled)
+        #expect(report.message.contains("waits for category '\(category)' (held by '\(holder.name!)'; 1st in line)"))
+        #expect(report.message.contains("'\(holder.name!)' has been executing for"))
+        #expect(log.kinds(about: holder.name!).isEmpty) // executing is not waiting
+
+        // Looked at again and again while it keeps waiting (a chance to go wrong): still one report.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(log.kinds(about: waiter.name!) == [.stalled])
+        held.finish(holder.name!)
+        #expect(waitUntilFinished([waiter]))
+        queue.stallReportThreshold = nil
+        #expect(queue.stallReportThreshold == nil)
+    }
+
+    @Test func queueWithoutAThreshold_reportsNothing() {
+        let queue = AsyncOperationQueue()
+        #expect(queue.stallReportThreshold == nil)
+    }
+}
