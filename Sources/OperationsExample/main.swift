@@ -9,7 +9,7 @@ import Operations
 
 /// Prints what happens to the operations it observes, with the time since the tour began.
 struct ProgressReporter: OperationObserver {
-    let clock = ContinuousClock.now
+    let start = DispatchTime.now()
 
     func operationDidStart(_ operation: AsyncOperation) {
         log("started", operation)
@@ -25,8 +25,7 @@ struct ProgressReporter: OperationObserver {
     }
 
     private func log(_ event: String, _ operation: AsyncOperation) {
-        let elapsed = ContinuousClock.now - clock
-        let milliseconds = Int(elapsed / .milliseconds(1))
+        let milliseconds = Int((DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1_000_000)
         print(String(format: "%6d ms  %-22@ %@", milliseconds, operation.name ?? "?" as NSString, event))
     }
 }
@@ -95,3 +94,4 @@ let failed = [download, parse, stuck] + writes
 print("\nAll done: \(failed.filter { !$0.isFailed }.count) succeeded, \(failed.filter(\.isFailed).count) failed.")
 
 runCompositionTour()
+runInspectorTour()
