@@ -132,6 +132,9 @@ if shouldRun("W5") || shouldRun("W6") {
 if shouldRun("MEMORY") {
     print("\nPeak memory for W1 (separate processes)")
     @MainActor func probeMemory(_ variant: String) -> Double? {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        return nil // no child processes there
+        #else
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = ["--memory-probe", variant] + (quick ? ["--quick"] : [])
@@ -141,6 +144,7 @@ if shouldRun("MEMORY") {
         process.waitUntilExit()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #endif
     }
     // The peak depends on how far the adding thread gets ahead of the workers, which varies a lot
     // from run to run: take the median of several probes of each, alternating. The second

@@ -45,7 +45,7 @@ struct PrintLogger: OperationLogger {
 
         print(queue.debugDescription)
         // :docs
-        #expect(waitUntil { sync.snapshot().state == .waitingForCategories })
+        #expect(waitUntil { migrate.isExecuting && sync.snapshot().state == .waitingForCategories })
         let lines = queue.debugDescription.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
         #expect(lines.first == "AsyncOperationQueue 'ledger': running, 2 unfinished operations")

@@ -161,7 +161,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             perform(heldBack) // finished while its start was being announced
             return
         }
+        #if canImport(ObjectiveC)
+        autoreleasepool { execute() } // as Foundation's own start() wraps main()
+        #else
         execute()
+        #endif
     }
 
     // MARK: - Finishing

@@ -8,10 +8,11 @@ import Foundation
 /// Foundation's queue only once it can run: waiting operations occupy no concurrency slot and do
 /// not slow Foundation down. Plain Foundation operations pass through untouched.
 ///
-/// Operations held back still count as on the queue: `operations`, `operationCount`,
+/// Operations held back still count as on the queue: `allOperations`, `allOperationCount`,
 /// `waitUntilAllOperationsAreFinished()`, `addOperations(_:waitUntilFinished:)`,
 /// `cancelAllOperations()`, `isSuspended` and `maxConcurrentOperationCount` behave as Foundation
-/// documents them.
+/// documents them. (`operations` and `operationCount` are Foundation's own, on every platform:
+/// they list only what Foundation's queue has been given.)
 ///
 /// ```swift
 /// let queue = AsyncOperationQueue()
@@ -419,9 +420,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// The operations on the queue that have not finished, in the order they were added, including
     /// those still waiting in the queue's scheduler for dependencies, conditions or categories.
     ///
-    /// On Apple platforms `operations` returns the same. On Linux, swift-corelibs-foundation
-    /// declares `operations` in an extension, where Swift cannot override it, so there it lists
-    /// only what Foundation's queue has been given: use `allOperations` for the whole picture.
+    /// `operations` and `operationCount` are Foundation's own on every platform and list only what
+    /// Foundation's queue has been given (swift-corelibs-foundation declares them where Swift
+    /// cannot override them, and one answer on every platform beats two): use `allOperations` and
+    /// `allOperationCount` for the whole picture.
     public var allOperations: [Operation] {
         let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
@@ -464,15 +466,6 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         return waiting.count + running.reduce(0) { $0 + (seen.insert(ObjectIdentifier($1)).inserted ? 1 : 0) }
     }
 
-    #if canImport(Darwin)
-    /// The operations on the queue that have not finished, including those still waiting for
-    /// dependencies, conditions or categories (the same as `allOperations`).
-    open override var operations: [Operation] { allOperations }
-
-    /// The number of operations on the queue that have not finished, including those still
-    /// waiting (the same as `allOperationCount`).
-    open override var operationCount: Int { allOperationCount }
-    #endif
 
     /// Cancels every operation on the queue, including those still waiting. Waiting operations
     /// finish at once, without executing.

@@ -227,20 +227,20 @@ private func run(_ operation: Foundation.Operation) {
 
     @Test func rerunAfterDelay_waitsAtLeastTheDelay_thenRunsANewAttempt() {
         let attempts = Counter()
-        let failedAt = Recorder<ContinuousClock.Instant>()
-        let rerunAt = Recorder<ContinuousClock.Instant>()
+        let failedAt = Recorder<DispatchTime>() // not ContinuousClock: the package supports macOS 10.15
+        let rerunAt = Recorder<DispatchTime>()
         let completions = Counter()
         let cascade = CascadeOperation { children in
             children.add {
                 AsyncBlockOperation {
                     if attempts.increment() == 1 { throw StubError("1") }
-                    rerunAt.append(.now)
+                    rerunAt.append(.now())
                 }
             }
         } completion: {
             completions.increment()
         } cancellation: { _ in
-            failedAt.append(.now)
+            failedAt.append(.now())
             return .rerun(after: 0.05)
         }
 
@@ -250,7 +250,7 @@ private func run(_ operation: Foundation.Operation) {
         #expect(completions.current == 1)
         #expect(!cascade.isFailed)
         if let failed = failedAt.all.first, let rerun = rerunAt.all.first {
-            #expect(rerun - failed >= .milliseconds(45))
+            #expect(rerun.uptimeNanoseconds - failed.uptimeNanoseconds >= 45_000_000)
         }
     }
 

@@ -198,12 +198,15 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
         #expect(ran.current == 1)
     }
 
+    // Apple documents the main queue as an invalid underlyingQueue for an OperationQueue.
+    #if !canImport(Darwin)
     @MainActor
     @Test func onTheMainThread_forAQueueOnTheMainDispatchQueue_throwsAtOnce() {
         let queue = AsyncOperationQueue()
         queue.underlyingQueue = DispatchQueue.main
         #expect(throws: AsyncOperationError.self) { try AsyncBlockOperation {}.runAndWait(on: queue) }
     }
+    #endif
 
     @Test func insideAnOperation_forItsOwnSerialQueue_throwsAtOnce() {
         let queue = AsyncOperationQueue()
