@@ -22,6 +22,13 @@ public struct TimeoutObserver: OperationObserver {
         self.timeout = timeout
     }
 
+    /// Creates an observer that cancels the operation `timeout` after it starts:
+    /// `init(timeout:)` with a `Duration`.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    public init(timeout: Duration) {
+        self.timeout = timeout.timeInterval
+    }
+
     public func operationDidStart(_ operation: AsyncOperation) {
         let timeout = self.timeout
         let timer = DispatchSource.makeTimerSource(queue: .global())

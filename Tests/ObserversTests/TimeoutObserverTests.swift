@@ -6,6 +6,11 @@ import TestSupport
 
 @Suite("TimeoutObserver")
 struct TimeoutObserverTests {
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    @Test func durationTimeout_isTheSameAsSeconds() {
+        #expect(TimeoutObserver(timeout: .milliseconds(1500)).timeout == 1.5)
+    }
+
     @Test func continuationNeverCalled_finishesWithTimedOut() {
         // Given a block operation that never calls its continuation, with a timeout
         let operation = AsyncBlockOperation { _ in }

@@ -41,6 +41,18 @@ public struct BackoffPolicy: Sendable {
         BackoffPolicy(.exponential(initial: initial, multiplier: multiplier, maximum: maximum))
     }
 
+    /// Wait `delay` before every retry: `fixed(_:)` with a `Duration`.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    public static func fixed(_ delay: Duration) -> BackoffPolicy {
+        fixed(delay.timeInterval)
+    }
+
+    /// `exponential(initial:multiplier:maximum:)` with `Duration`s; `maximum` `nil` is no maximum.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    public static func exponential(initial: Duration, multiplier: Double = 2, maximum: Duration? = nil) -> BackoffPolicy {
+        exponential(initial: initial.timeInterval, multiplier: multiplier, maximum: maximum?.timeInterval ?? .infinity)
+    }
+
     /// The same policy with each delay shortened by a random part of up to `fraction` of it: a
     /// delay `d` becomes a value between `d * (1 - fraction)` and `d`. A `fraction` of 1 (the
     /// default) is "full jitter", 0.5 "equal jitter".

@@ -26,4 +26,10 @@ public enum CompositeResolution: Sendable, Equatable {
 
     /// Runs the child again at once, with a new operation from its factory: `.rerun(after: 0)`.
     public static var rerun: CompositeResolution { .rerun(after: 0) }
+
+    /// Runs the child again after `delay`: `.rerun(after:)` with a `Duration`.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    public static func rerun(after delay: Duration) -> CompositeResolution {
+        .rerun(after: delay.timeInterval)
+    }
 }

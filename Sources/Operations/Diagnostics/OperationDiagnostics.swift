@@ -37,6 +37,9 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// `stallReportThreshold`; the message says what it waits for. Reported once per
         /// operation; nothing is changed.
         case stalled
+        /// An operation was awaited (`finished()`, `value`) but was still on no queue a second
+        /// later: it finishes only once it is added to one.
+        case awaitedOffQueue
     }
 
     /// What went wrong.

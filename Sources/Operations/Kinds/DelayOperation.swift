@@ -39,6 +39,13 @@ public final class DelayOperation: AsyncOperation, @unchecked Sendable {
         super.init()
     }
 
+    /// Creates an operation that finishes `interval` after it starts executing:
+    /// `init(_:)` with a `Duration`.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    public convenience init(_ interval: Duration) {
+        self.init(interval.timeInterval)
+    }
+
     /// Creates an operation that finishes at `date` (at once if it has passed when the operation
     /// starts executing). The wait follows the wall clock, so it honours changes of the system time.
     public init(until date: Date) {

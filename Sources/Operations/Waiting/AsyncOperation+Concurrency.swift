@@ -10,7 +10,9 @@ extension AsyncOperation {
     /// Cancelling the waiting task cancels the operation, and the call still returns only once the
     /// operation has finished (as a cancelled operation on a queue does promptly, unless its
     /// `execute()` ignores cancellation), throwing `CancellationError`. An operation that is on no
-    /// queue yet finishes when it is added.
+    /// queue yet finishes when it is added; if it is still on none a second after the wait began,
+    /// an `.awaitedOffQueue` diagnostic says so (to add and await in one call, use
+    /// `AsyncOperationQueue.run(_:)`).
     ///
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
@@ -26,6 +28,7 @@ extension AsyncOperation {
 
     /// Suspends until the operation has finished; cancelling the task cancels the operation.
     final func suspendUntilFinished() async {
+        warnIfStillOffQueue(after: 1)
         let listener = FinishListener()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -35,6 +38,16 @@ extension AsyncOperation {
             self.cancel()
         }
         listener.stop() // also keeps the listener alive until here: the operation holds it weakly
+    }
+
+    /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on
+    /// no queue now and still `delay` seconds later, report it.
+    private func warnIfStillOffQueue(after delay: TimeInterval) {
+        guard lifecycle.withLock({ $0.phase == .initialized }) else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, lifecycle.withLock({ $0.phase == .initialized }) else { return }
+            OperationDiagnostics.report(.awaitedOffQueue, self, "the operation is awaited but is on no queue: it finishes only once it is added to one (or started); AsyncOperationQueue.run(_:) adds and awaits in one call")
+        }
     }
 }
 
@@ -59,5 +72,31 @@ extension ResultOperation {
             await suspendUntilFinished()
             return try outcome.get()
         }
+    }
+}
+
+extension AsyncOperationQueue {
+    /// Adds `operation` and waits, without blocking a thread, until it has finished; throws its
+    /// errors as `AsyncOperation.finished()` does. Cancelling the task cancels the operation.
+    ///
+    /// ```swift
+    /// try await queue.run(upload)
+    /// ```
+    @_disfavoredOverload
+    public func run(_ operation: AsyncOperation) async throws {
+        addOperation(operation)
+        try await operation.finished()
+    }
+
+    /// Adds `operation` and returns its output once it has finished, without blocking a thread;
+    /// throws as `ResultOperation.value` does. Cancelling the task cancels the operation.
+    ///
+    /// ```swift
+    /// let user = try await queue.run(FetchUser(id: 42))
+    /// ```
+    @discardableResult
+    public func run<Output>(_ operation: ResultOperation<Output>) async throws -> Output {
+        addOperation(operation)
+        return try await operation.value
     }
 }

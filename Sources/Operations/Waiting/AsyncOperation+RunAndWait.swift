@@ -31,6 +31,14 @@ extension AsyncOperation {
         if let failure { throw failure }
     }
 
+    /// `runAndWait(on:timeout:)` with a `Duration`.
+    @_disfavoredOverload
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    @available(*, noasync, message: "runAndWait() blocks its thread; await finished() instead")
+    public final func runAndWait(on queue: OperationQueue? = nil, timeout: Duration) throws {
+        try runAndWait(on: queue, timeout: timeout.timeInterval)
+    }
+
     /// Adds the operation to `queue` (or a private queue) unless it is on one already, and blocks
     /// until it has finished or `timeout` has passed.
     final func blockUntilFinished(on queue: OperationQueue?, timeout: TimeInterval) throws {
@@ -99,5 +107,13 @@ extension ResultOperation {
     public final func runAndWait(on queue: OperationQueue? = nil, timeout: TimeInterval = .infinity) throws -> Output {
         try blockUntilFinished(on: queue, timeout: timeout)
         return try outcome.get()
+    }
+
+    /// `runAndWait(on:timeout:)` with a `Duration`; returns the output.
+    @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+    @available(*, noasync, message: "runAndWait() blocks its thread; await value instead")
+    @discardableResult
+    public final func runAndWait(on queue: OperationQueue? = nil, timeout: Duration) throws -> Output {
+        try runAndWait(on: queue, timeout: timeout.timeInterval)
     }
 }
