@@ -5,10 +5,10 @@ import Foundation
 /// same service do not retry in step.
 ///
 /// ```swift
-/// .none                                                   // retry at once
-/// .fixed(1)                                               // 1 s before every retry
-/// .exponential(initial: 0.5, maximum: 30)                 // 0.5 s, 1 s, 2 s, 4 s, ... at most 30 s
-/// .exponential(initial: 0.5, maximum: 30).withJitter()    // each of those, times a random 0...1
+/// let atOnce = BackoffPolicy.none                                       // retry at once
+/// let steady = BackoffPolicy.fixed(1)                                   // 1 s before every retry
+/// let growing = BackoffPolicy.exponential(initial: 0.5, maximum: 30)    // 0.5 s, 1 s, 2 s, 4 s, ... at most 30 s
+/// let spread = growing.withJitter()                                     // each of those, times a random 0...1
 /// ```
 public struct BackoffPolicy: Sendable {
     private enum Growth: Sendable {
