@@ -45,8 +45,10 @@ public struct BackoffPolicy: Sendable {
     /// delay `d` becomes a value between `d * (1 - fraction)` and `d`. A `fraction` of 1 (the
     /// default) is "full jitter", 0.5 "equal jitter".
     ///
-    /// - Parameter random: returns a number in `0..<1` for each delay; the system's random
-    ///   numbers by default. Pass a fixed sequence to make delays predictable in tests.
+    /// - Parameters:
+    ///   - fraction: how much of each delay the jitter may take away, from 0 (none) to 1 (all).
+    ///   - random: returns a number in `0..<1` for each delay; the system's random numbers by
+    ///     default. Pass a fixed sequence to make delays predictable in tests.
     public func withJitter(_ fraction: Double = 1, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) -> BackoffPolicy {
         BackoffPolicy(growth, jitter: fraction, random: random)
     }
