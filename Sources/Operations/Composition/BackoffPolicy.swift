@@ -5,10 +5,10 @@ import Foundation
 /// same service do not retry in step.
 ///
 /// ```swift
-/// .none                                                   // retry at once
-/// .fixed(1)                                               // 1 s before every retry
-/// .exponential(initial: 0.5, maximum: 30)                 // 0.5 s, 1 s, 2 s, 4 s, ... at most 30 s
-/// .exponential(initial: 0.5, maximum: 30).withJitter()    // each of those, times a random 0...1
+/// let atOnce = BackoffPolicy.none                                       // retry at once
+/// let steady = BackoffPolicy.fixed(1)                                   // 1 s before every retry
+/// let growing = BackoffPolicy.exponential(initial: 0.5, maximum: 30)    // 0.5 s, 1 s, 2 s, 4 s, ... at most 30 s
+/// let spread = growing.withJitter()                                     // each of those, times a random 0...1
 /// ```
 public struct BackoffPolicy: Sendable {
     private enum Growth: Sendable {
@@ -57,8 +57,10 @@ public struct BackoffPolicy: Sendable {
     /// delay `d` becomes a value between `d * (1 - fraction)` and `d`. A `fraction` of 1 (the
     /// default) is "full jitter", 0.5 "equal jitter".
     ///
-    /// - Parameter random: returns a number in `0..<1` for each delay; the system's random
-    ///   numbers by default. Pass a fixed sequence to make delays predictable in tests.
+    /// - Parameters:
+    ///   - fraction: how much of each delay the jitter may take away, from 0 (none) to 1 (all).
+    ///   - random: returns a number in `0..<1` for each delay; the system's random numbers by
+    ///     default. Pass a fixed sequence to make delays predictable in tests.
     public func withJitter(_ fraction: Double = 1, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) -> BackoffPolicy {
         BackoffPolicy(growth, jitter: fraction, random: random)
     }

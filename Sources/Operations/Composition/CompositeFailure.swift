@@ -5,7 +5,10 @@ import Foundation
 /// The handler answers with a `CompositeResolution`:
 ///
 /// ```swift
-/// cancellation: { failure in
+/// let sync = CascadeOperation { children in
+///     children.add { DownloadChanges() }
+///     children.add { ApplyChanges() }
+/// } cancellation: { failure in
 ///     if failure.isCancelled { return .cancel }
 ///     return failure.attempt < 3 ? .rerun : .carryOn
 /// }

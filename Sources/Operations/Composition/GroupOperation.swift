@@ -27,9 +27,9 @@ import Foundation
 /// the group.
 ///
 /// ```swift
-/// let observation = group.progress.observe(\.fractionCompleted) { progress, _ in
-///     print("\(Int(progress.fractionCompleted * 100)) %")
-/// }
+/// let overall = Progress(totalUnitCount: 1)                   // say, the one a progress bar shows
+/// overall.addChild(group.progress, withPendingUnitCount: 1)
+/// print("\(Int(group.progress.fractionCompleted * 100)) %")  // or observe it with key-value observing
 /// ```
 ///
 /// Subclasses add their children in `execute()` and then call `super.execute()`:

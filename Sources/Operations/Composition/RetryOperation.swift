@@ -53,6 +53,9 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     /// `makeAttempt`, waiting between them as `backoff` says.
     ///
     /// - Parameters:
+    ///   - maxAttempts: how many attempts to make at most, the first included; at least one is
+    ///     made whatever the value.
+    ///   - backoff: how long to wait before each retry; by default not at all.
     ///   - shouldRetry: decides, for each error of a failed attempt, whether that error is worth
     ///     another attempt; all must be. By default every failure is retried.
     ///   - makeAttempt: returns a new operation for attempt number `attempt` (1 for the first).

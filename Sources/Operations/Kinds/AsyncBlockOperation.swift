@@ -10,7 +10,7 @@ import Foundation
 ///
 /// // Finishes when the block calls `finish`, from any thread, with an optional error.
 /// let fetch = AsyncBlockOperation { finish in
-///     client.fetch { result in finish(result.error) }
+///     client.fetch { error in finish(error) }
 /// }
 /// ```
 ///

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// ```swift
 /// let refresh = AsyncTaskOperation {
-///     let (data, _) = try await URLSession.shared.data(from: feedURL)
+///     let data = try await feed.download()
 ///     try await store.replaceFeed(with: data)
 /// }
 /// refresh.addCondition(MutuallyExclusive<Store>())

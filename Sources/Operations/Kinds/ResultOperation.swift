@@ -7,6 +7,13 @@ import Foundation
 ///
 /// ```swift
 /// final class FetchUser: ResultOperation<User>, @unchecked Sendable {
+///     let id: Int
+///
+///     init(id: Int) {
+///         self.id = id
+///         super.init()
+///     }
+///
 ///     override func execute() {
 ///         api.user(id) { result in self.finish(with: result) }
 ///     }

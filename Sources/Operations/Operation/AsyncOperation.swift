@@ -10,7 +10,11 @@ import Foundation
 /// final class DownloadOperation: AsyncOperation, @unchecked Sendable {
 ///     override func execute() {
 ///         session.download(url) { result in
-///             self.finish(with: result.error)
+///             if case let .failure(error) = result {
+///                 self.finish(with: error)
+///             } else {
+///                 self.finish()
+///             }
 ///         }
 ///     }
 /// }

@@ -3,8 +3,8 @@ import Operations
 import Testing
 import TestSupport
 
-// The examples of the README's "Running and waiting" section, as they appear there, so that they keep compiling
-// and doing what the text says.
+// The examples of the "Running and waiting" and "async/await" docs (README and the AsyncAwait article),
+// verbatim between the `// docs:` markers, so that they keep compiling and doing what the text says.
 
 private struct Report: Sendable, Equatable {
     let pages: Int
@@ -26,6 +26,7 @@ private actor FlakyServer {
 
 @Suite struct CompositionBridgesDocTests {
     @Test func runAndWait_example() throws {
+        // docs:
         // A "sync operation": it waits until its block says it is done, whatever happens between.
         let sync = AsyncBlockOperation { finish in
             DispatchQueue.global().async {
@@ -34,11 +35,13 @@ private actor FlakyServer {
         }
         try sync.runAndWait(timeout: 5)           // throws its errors, or .waitTimedOut after 5 s
 
-        let answer = try ResultBlockOperation { 6 * 7 }.runAndWait()
+        let answer = try ResultBlockOperation { 6 * 7 }.runAndWait()   // 42: a ResultOperation returns its output
+        // :docs
         #expect(answer == 42)
     }
 
     @Test func asyncAwait_example() async throws {
+        // docs:
         let queue = AsyncOperationQueue()
 
         let report = ResultTaskOperation { () async throws -> Report in
@@ -51,6 +54,7 @@ private actor FlakyServer {
         let cleanUp = AsyncBlockOperation {}
         queue.addOperation(cleanUp)
         try await cleanUp.finished()                       // any operation: throws its errors
+        // :docs
 
         #expect(pages == 3)
     }
@@ -59,6 +63,7 @@ private actor FlakyServer {
         let queue = AsyncOperationQueue()
         let server = FlakyServer()
 
+        // docs:
         let download = RetryOperation(
             maxAttempts: 4,
             backoff: .exponential(initial: 0.01, maximum: 1).withJitter(),
@@ -75,6 +80,7 @@ private actor FlakyServer {
         upload.addDependency(pause)
         queue.addOperations([pause, upload], waitUntilFinished: false)
         try await upload.finished()
+        // :docs
 
         #expect(report == Report(pages: 12))
         #expect(download.attemptCount == 3)
