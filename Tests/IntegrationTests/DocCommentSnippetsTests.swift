@@ -228,6 +228,19 @@ private let client = FetchClient()
     }
     do {
         let upload = AsyncBlockOperation {}
+        // docs:
+        try await queue.run(upload)
+        // :docs
+        #expect(upload.isFinished)
+    }
+    do {
+        // docs:
+        let user = try await queue.run(FetchUser(id: 42))
+        // :docs
+        #expect(user.name == "Ada")
+    }
+    do {
+        let upload = AsyncBlockOperation {}
         let midnight = Date(timeIntervalSinceNow: 3600)
         // docs:
         let pause = DelayOperation(2)                        // two seconds once it starts
@@ -539,4 +552,24 @@ private func docComment_diagnosticsHandler() {
     // docs:
     OperationDiagnostics.handler = { diagnostic in logger.warning("\(diagnostic)") }
     // :docs
+}
+
+// docs:
+final class CountingOperation: AsyncOperation, @unchecked Sendable {
+    // @unchecked Sendable: `pages` lives in a LockedValue.
+    private let pages = LockedValue(0)
+
+    override func execute() {
+        pages.withLock { $0 += 1 }
+        finish()
+    }
+
+    var pageCount: Int { pages.withLock { $0 } }
+}
+// :docs
+
+@Test func docComment_lockedValue() {
+    let operation = CountingOperation()
+    AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
+    #expect(operation.pageCount == 1)
 }
