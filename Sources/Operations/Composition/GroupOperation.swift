@@ -52,6 +52,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// the thread's current progress, if any, when the group is created. Cancelling it cancels
     /// the group.
     public let progress: Progress
+    private let progressUpdates = DispatchQueue(label: "GroupOperation.progress")
+    private let pendingProgress = Locked.make(PendingProgress())
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
@@ -108,11 +110,13 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     // MARK: - Book-keeping
 
     func childWasAdmitted(_ child: Foundation.Operation) {
-        children.withLock { $0.childAdmitted() }
-        updateProgress()
-        if let childGroup = child as? GroupOperation {
-            progress.addChild(childGroup.progress, withPendingUnitCount: 1)
+        guard children.withLock({ $0.childAdmitted() }) else {
+            // Added just as the group finished: it still runs, but the group cannot wait for it.
+            OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
+            return
         }
+        // A child group's progress rolls up into this one as Foundation's child progress does.
+        updateProgress(ProgressDelta(admitted: 1, childProgress: (child as? GroupOperation).map { [$0.progress] } ?? []))
         if isCancelled {
             child.cancel() // joined a group already cancelled: it must not run either
         }
@@ -125,7 +129,9 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
         childDidFinish(child, errors: errors)
         let action = children.withLock { $0.childFinished(errors: errors) }
-        updateProgress()
+        if !(child is GroupOperation) { // a child group's progress rolled up by itself
+            updateProgress(ProgressDelta(finished: 1))
+        }
         perform(action)
     }
 
@@ -153,24 +159,35 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         queue.cancelAllOperations()
     }
 
-    /// Brings `progress` up to the children's counts. Progress is user-facing (observers may run
-    /// when it changes), so it is never set under the lock: each caller writes what it read and
-    /// reads again until the two agree, so the last write is always the latest count.
-    private func updateProgress() {
-        while true {
-            let (admitted, finished) = children.withLock { ($0.admittedChildren, $0.finishedChildren) }
-            if progress.totalUnitCount != Int64(admitted) { progress.totalUnitCount = Int64(admitted) }
-            if progress.completedUnitCount != Int64(finished) { progress.completedUnitCount = Int64(finished) }
-            let now = children.withLock { ($0.admittedChildren, $0.finishedChildren) }
-            if now == (admitted, finished) { return }
+    /// Adds `delta` to `progress` on the group's own serial queue: in order, never two at once,
+    /// and never under a lock (progress observers run when it changes). Changes made while one
+    /// is on its way travel together, so a burst of children costs one hop.
+    private func updateProgress(_ delta: ProgressDelta) {
+        let needsHop = pendingProgress.withLock { pending in
+            pending.delta.add(delta)
+            defer { pending.hopScheduled = true }
+            return !pending.hopScheduled
+        }
+        guard needsHop else { return }
+        progressUpdates.async { [progress, pendingProgress] in
+            let delta = pendingProgress.withLock { pending in
+                pending.hopScheduled = false
+                defer { pending.delta = ProgressDelta() }
+                return pending.delta
+            }
+            delta.apply(to: progress)
         }
     }
 
     /// The group finished: its progress is complete (a group without children counts as one
-    /// unit done), before its parent group hears of it.
+    /// unit done) before its parent group hears of it.
     private func completeProgress() {
-        if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
-        progress.completedUnitCount = progress.totalUnitCount
+        let progress = self.progress
+        progressUpdates.sync {} // changes on their way land first
+        progressUpdates.sync {
+            if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
+            progress.completedUnitCount = progress.totalUnitCount
+        }
     }
 
     override func releaseResources() {
@@ -192,4 +209,31 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         }
         return lifecycle.withLock { $0.queue }?.group?.heldCategory(among: categories)
     }
+}
+
+/// Changes to a group's progress on their way to it.
+struct ProgressDelta: Sendable {
+    var admitted = 0
+    var finished = 0
+    var childProgress: [Progress] = []
+
+    mutating func add(_ other: ProgressDelta) {
+        admitted += other.admitted
+        finished += other.finished
+        childProgress += other.childProgress
+    }
+
+    func apply(to progress: Progress) {
+        if admitted > 0 { progress.totalUnitCount += Int64(admitted) }
+        for child in childProgress {
+            progress.addChild(child, withPendingUnitCount: 1)
+        }
+        if finished > 0 { progress.completedUnitCount += Int64(finished) }
+    }
+}
+
+/// The progress changes not yet applied, and whether a hop to apply them is scheduled.
+struct PendingProgress: Sendable {
+    var delta = ProgressDelta()
+    var hopScheduled = false
 }

@@ -41,9 +41,13 @@ struct GroupStateMachine {
     /// Children admitted that have finished.
     var finishedChildren: Int { admittedChildren - unfinishedChildren }
 
-    mutating func childAdmitted() {
+    /// A child joins; `false` (and nothing counted) once the group is done: it was added as the
+    /// group finished, and the group cannot wait for it any more.
+    mutating func childAdmitted() -> Bool {
+        guard !isDone else { return false }
         unfinishedChildren += 1
         admittedChildren += 1
+        return true
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {

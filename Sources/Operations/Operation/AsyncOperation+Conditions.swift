@@ -42,7 +42,7 @@ extension AsyncOperation {
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
         if dependency === self || dependencyWouldCloseCycle(dependency, searchingEveryDependency: true) {
             recordCycle(through: dependency)
-        } else if lifecycle.withLock({ $0.addConditionDependency(dependency) }) {
+        } else if lifecycle.withLock({ $0.addDependency(dependency) }) == true {
             startWaiting(for: dependency)
         }
         (queue ?? FallbackQueue.shared).addOperation(dependency)
@@ -258,6 +258,8 @@ extension AsyncOperation {
             break
         case let .evaluateConditions(conditions):
             evaluate(conditions, in: lifecycle.withLock { $0.queue }?.group)
+        case .reserveLine:
+            ExclusivityController.shared.reserve(for: self)
         case let .acquireCategories(categories):
             acquire(categories)
         }

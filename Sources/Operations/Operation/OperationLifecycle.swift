@@ -279,12 +279,6 @@ struct OperationLifecycle {
         return true
     }
 
-    /// Adds a dependency a condition produced while the operation is being added to a queue;
-    /// `false` if it already has it.
-    mutating func addConditionDependency(_ operation: Operation) -> Bool {
-        addDependency(operation) == true
-    }
-
     /// Stops counting `id` as an unfinished dependency (it would have closed a cycle).
     mutating func forgetUnfinishedDependency(_ id: ObjectIdentifier) {
         unfinishedDependencies.removeAll { $0 == id }
@@ -510,6 +504,9 @@ struct OperationLifecycle {
     enum ResumeAction {
         case none
         case evaluateConditions([any OperationCondition])
+        /// Its conditions are still being evaluated, and it stepped out of its categories' lines
+        /// while the queue was suspended: take its place again.
+        case reserveLine
         case acquireCategories([String])
     }
 
@@ -518,6 +515,8 @@ struct OperationLifecycle {
         switch phase {
         case .evaluatingConditions where !conditionsDispatched:
             return .evaluateConditions(conditions) // evaluate() marks them dispatched, once
+        case .evaluatingConditions where !hasReservation && !categories.isEmpty:
+            return .reserveLine
         case .waitingForCategories where !holdsCategories:
             return .acquireCategories(categories)
         default:

@@ -162,12 +162,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// added after it starts, counting operations still waiting in the queue's scheduler and
     /// operations other threads are adding at the same moment.
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
-        let barrierOperation = AsyncBlockOperation(barrier)
+        let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
         let gate = AsyncOperation()
         gate.name = "barrier gate"
-        if state.withLock({ $0.scheduler.placeBarrier(barrierOperation, gate: gate) }) {
+        let (needsGate, previous) = state.withLock { $0.scheduler.placeBarrier(barrierOperation, gate: gate) }
+        if needsGate {
             barrierOperation.addDependency(gate) // opened once the adds in flight have joined
+        }
+        if let previous {
+            barrierOperation.addDependency(previous) // barriers placed one after another keep their order
         }
         for operation in allOperations where !operation.dependencies.contains(where: { $0 === barrierOperation }) {
             barrierOperation.addDependency(operation)
@@ -220,8 +224,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// at once), anything else into `batch` for Foundation.
     private func accept(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
         context.delegate?.operationQueue(self, willAdd: operation)
-        if let barrier = context.barrier, barrier !== operation {
-            operation.addDependency(barrier)
+        if let barrier = context.barrier, !(operation is QueueBarrier) {
+            operation.addDependency(barrier) // a barrier orders itself after the one before it
         }
         if let logger = context.logger {
             logger.log(.added, of: operation, on: self)
@@ -490,6 +494,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         state.withLock { $0.scheduler.waitForIdle() }?.wait()
     }
 }
+
+/// The operation behind `addBarrierBlock(_:)`.
+final class QueueBarrier: AsyncBlockOperation, @unchecked Sendable {}
 
 /// Stops later operations from waiting for a barrier once it has finished.
 private struct BarrierRelease: OperationObserver {

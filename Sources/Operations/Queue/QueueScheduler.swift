@@ -45,7 +45,6 @@ struct QueueScheduler {
         var handOff: [Operation] = []
         var proceed: [AsyncOperation] = []
 
-        var isEmpty: Bool { handOff.isEmpty && proceed.isEmpty }
     }
 
     /// A barrier placed while adds begun before it were still in flight, and the gate that keeps
@@ -250,15 +249,17 @@ struct QueueScheduler {
 
     // MARK: - Barriers
 
-    /// Places `barrier`: operations added from now on wait for it. Returns `true` if adds begun
-    /// earlier are still in flight, in which case `gate` (a dependency of the barrier) is opened
-    /// once they have ended.
-    mutating func placeBarrier(_ barrier: AsyncOperation, gate: AsyncOperation) -> Bool {
+    /// Places `barrier`: operations added from now on wait for it. Returns `needsGate` true if
+    /// adds begun earlier are still in flight, in which case `gate` (a dependency of the barrier)
+    /// is opened once they have ended; and the barrier placed before it, if it has not finished,
+    /// which it must wait for.
+    mutating func placeBarrier(_ barrier: AsyncOperation, gate: AsyncOperation) -> (needsGate: Bool, previous: Operation?) {
+        let previous = self.barrier
         generation += 1
         self.barrier = barrier
-        guard admissions.contains(where: { $0.generation < generation }) else { return false }
+        guard admissions.contains(where: { $0.generation < generation }) else { return (false, previous) }
         pendingBarriers.append(PendingBarrier(generation: generation, barrier: barrier, gate: gate))
-        return true
+        return (true, previous)
     }
 
     mutating func barrierFinished(_ operation: Operation) {
@@ -267,7 +268,10 @@ struct QueueScheduler {
 
     // MARK: - The line
 
+    /// Puts `waiter` in line by ticket, unless its operation already waits there (an operation
+    /// parked twice, by a suspension and by its own way to its categories, goes on once).
     private mutating func insert(_ waiter: Waiter) {
+        guard !waiting.contains(where: { $0.operation === waiter.operation }) else { return }
         if let last = waiting.last, last.ticket > waiter.ticket {
             let index = waiting.firstIndex { $0.ticket > waiter.ticket } ?? waiting.count
             waiting.insert(waiter, at: index)

@@ -51,7 +51,7 @@ private struct GroupModel {
         if childrenLeft > 0 && open {
             events.append(ExplorationEvent("admit") { model in
                 model.childrenLeft -= 1
-                model.machine.childAdmitted()
+                _ = model.machine.childAdmitted()
                 model.unfinished.append(model.admitted)
                 model.admitted += 1
             })
