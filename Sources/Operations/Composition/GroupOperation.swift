@@ -52,7 +52,6 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// the thread's current progress, if any, when the group is created. Cancelling it cancels
     /// the group.
     public let progress: Progress
-    private let progressUpdates = DispatchQueue(label: "GroupOperation.progress")
     private let pendingProgress = Locked.make(PendingProgress())
 
     /// Creates a group with `operations` as its first children.
@@ -159,34 +158,35 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         queue.cancelAllOperations()
     }
 
-    /// Adds `delta` to `progress` on the group's own serial queue: in order, never two at once,
-    /// and never under a lock (progress observers run when it changes). Changes made while one
-    /// is on its way travel together, so a burst of children costs one hop.
+    /// Adds `delta` to `progress`, never under a lock (progress observers run when it changes)
+    /// and never two threads at once: the thread that finds no one applying changes applies them,
+    /// its own and those other threads leave meanwhile, in order. So a single thread (adding the
+    /// children, say) sees its change at once.
     private func updateProgress(_ delta: ProgressDelta) {
-        let needsHop = pendingProgress.withLock { pending in
+        let applies = pendingProgress.withLock { pending -> Bool in
             pending.delta.add(delta)
-            defer { pending.hopScheduled = true }
-            return !pending.hopScheduled
+            defer { pending.isApplying = true }
+            return !pending.isApplying
         }
-        guard needsHop else { return }
-        progressUpdates.async { [progress, pendingProgress] in
-            let delta = pendingProgress.withLock { pending in
-                pending.hopScheduled = false
-                defer { pending.delta = ProgressDelta() }
-                return pending.delta
+        guard applies else { return }
+        while let next = pendingProgress.withLock({ pending -> ProgressDelta? in
+            guard !pending.delta.isEmpty else {
+                pending.isApplying = false
+                return nil
             }
-            delta.apply(to: progress)
+            defer { pending.delta = ProgressDelta() }
+            return pending.delta
+        }) {
+            next.apply(to: progress)
         }
     }
 
     /// The group finished: its progress is complete (a group without children counts as one
     /// unit done) before its parent group hears of it.
     private func completeProgress() {
-        let progress = self.progress
-        progressUpdates.sync {} // changes on their way land first
-        progressUpdates.sync {
-            if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
-            progress.completedUnitCount = progress.totalUnitCount
+        updateProgress(ProgressDelta(completes: true))
+        while pendingProgress.withLock({ $0.isApplying || !$0.delta.isEmpty }) {
+            sched_yield() // another thread applies the last changes, the completion among them
         }
     }
 
@@ -216,11 +216,16 @@ struct ProgressDelta: Sendable {
     var admitted = 0
     var finished = 0
     var childProgress: [Progress] = []
+    /// The group finished: complete the progress.
+    var completes = false
+
+    var isEmpty: Bool { admitted == 0 && finished == 0 && childProgress.isEmpty && !completes }
 
     mutating func add(_ other: ProgressDelta) {
         admitted += other.admitted
         finished += other.finished
         childProgress += other.childProgress
+        completes = completes || other.completes
     }
 
     func apply(to progress: Progress) {
@@ -229,11 +234,15 @@ struct ProgressDelta: Sendable {
             progress.addChild(child, withPendingUnitCount: 1)
         }
         if finished > 0 { progress.completedUnitCount += Int64(finished) }
+        if completes {
+            if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
+            progress.completedUnitCount = progress.totalUnitCount
+        }
     }
 }
 
-/// The progress changes not yet applied, and whether a hop to apply them is scheduled.
+/// The progress changes not yet applied, and whether a thread is applying them.
 struct PendingProgress: Sendable {
     var delta = ProgressDelta()
-    var hopScheduled = false
+    var isApplying = false
 }

@@ -52,6 +52,14 @@ final class ExclusivityController: Sendable {
         state.withLock { $0.standings(of: place, in: categories) }
     }
 
+    /// Takes an eligible waiter out of line (its queue was suspended); `false` if it was not in
+    /// line or not eligible yet (see `ExclusivityState.withdrawIfEligible`).
+    func withdrawIfEligible(place: LinePlace, from categories: [String]) -> Bool {
+        let (wasInLine, granted) = state.withLock { $0.withdrawIfEligible(place: place, from: categories) }
+        grant(granted)
+        return wasInLine
+    }
+
     /// The categories currently held, for tests and diagnostics.
     var heldCategories: Set<String> {
         state.withLock { $0.heldCategories }

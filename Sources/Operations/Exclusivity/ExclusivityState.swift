@@ -82,6 +82,16 @@ struct ExclusivityState: Sendable {
         return Granted(grantWaiters(in: names))
     }
 
+    /// Takes the waiter at `place` out of `names`' lines if it is eligible (its request was
+    /// made): a suspended queue's operation steps out. An operation still evaluating its
+    /// conditions, or whose request is on its way, is left alone: its own request decides.
+    mutating func withdrawIfEligible(place: LinePlace, from names: [String]) -> (wasInLine: Bool, granted: Granted) {
+        guard let first = names.first, let line = categories[first]?.line,
+              let position = line.position(of: place), line.element(at: position)?.isEligible == true
+        else { return (false, .none) }
+        return withdraw(place: place, from: names)
+    }
+
     /// Takes the waiter at `place` out of `names`' lines; `wasInLine` is false if it stood in
     /// none of them (it was granted meanwhile, say).
     mutating func withdraw(place: LinePlace, from names: [String]) -> (wasInLine: Bool, granted: Granted) {

@@ -35,6 +35,11 @@ struct TicketLine<Element> {
         position(of: place).map { $0 - head }
     }
 
+    /// The waiter at `position` (from `position(of:)`).
+    func element(at position: Int) -> Element? {
+        storage[position].element
+    }
+
     /// Changes the waiter at `position` (from `position(of:)`) in place.
     mutating func update(at position: Int, _ change: (inout Element) -> Void) {
         change(&storage[position].element!)

@@ -224,10 +224,19 @@ extension AsyncOperation {
     }
 
     /// Its queue was suspended while it waits in a category's line: it steps out, and back in
-    /// when the queue resumes. (If it was granted its categories meanwhile, the hand-off gives
-    /// them back instead: `giveBackCategoriesWhileSuspended()`.)
+    /// when the queue resumes. Only an eligible waiter steps out (its request was answered with
+    /// "wait"); one still evaluating its conditions, or whose request is on its way, is left to
+    /// its own request, which parks it. (If it was granted its categories meanwhile, the hand-off
+    /// gives them back instead: `giveBackCategoriesWhileSuspended()`.)
     func leaveCategoryLinesWhileSuspended() {
-        guard leaveCategoryLines(), let (queue, ticket) = lifecycle.withLock({ state in state.queue.map { ($0, state.ticket) } }) else { return }
+        let standing = lifecycle.withLock { state -> (LinePlace, [String], AsyncOperationQueue, UInt64)? in
+            guard state.phase == .waitingForCategories, state.hasReservation, !state.holdsCategories,
+                  !state.categories.isEmpty, let queue = state.queue else { return nil }
+            return (state.linePlace, state.categories, queue, state.ticket)
+        }
+        guard let (place, categories, queue, ticket) = standing,
+              ExclusivityController.shared.withdrawIfEligible(place: place, from: categories) else { return }
+        _ = lifecycle.withLock { $0.leaveLine() } // out of line: a finish from now on has nothing to withdraw
         if !queue.parkIfSuspended(self, ticket: ticket) {
             continueTowardsExecution() // resumed meanwhile
         }
@@ -258,8 +267,6 @@ extension AsyncOperation {
             break
         case let .evaluateConditions(conditions):
             evaluate(conditions, in: lifecycle.withLock { $0.queue }?.group)
-        case .reserveLine:
-            ExclusivityController.shared.reserve(for: self)
         case let .acquireCategories(categories):
             acquire(categories)
         }

@@ -160,10 +160,14 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if let queue = lifecycle.withLock({ $0.queue }) {
             queue.operationDidStart(self)
         }
-        let heldBack = lifecycle.withLock { $0.notificationDelivered() }
-        if case .deliver = heldBack {
+        switch lifecycle.withLock({ $0.startDelivered() }) {
+        case let .finish(heldBack):
             perform(heldBack) // finished while its start was being announced
             return
+        case .skipExecution:
+            return // finished meanwhile; another notification in flight delivers the finish
+        case .execute:
+            break
         }
         #if canImport(ObjectiveC)
         autoreleasepool { execute() } // as Foundation's own start() wraps main()

@@ -504,9 +504,6 @@ struct OperationLifecycle {
     enum ResumeAction {
         case none
         case evaluateConditions([any OperationCondition])
-        /// Its conditions are still being evaluated, and it stepped out of its categories' lines
-        /// while the queue was suspended: take its place again.
-        case reserveLine
         case acquireCategories([String])
     }
 
@@ -515,8 +512,6 @@ struct OperationLifecycle {
         switch phase {
         case .evaluatingConditions where !conditionsDispatched:
             return .evaluateConditions(conditions) // evaluate() marks them dispatched, once
-        case .evaluatingConditions where !hasReservation && !categories.isEmpty:
-            return .reserveLine
         case .waitingForCategories where !holdsCategories:
             return .acquireCategories(categories)
         default:
@@ -667,6 +662,24 @@ struct OperationLifecycle {
         guard holdsCategories, !categories.isEmpty else { return nil }
         holdsCategories = false
         return categories
+    }
+
+    /// What follows the delivery of `operationDidStart`.
+    enum AfterStartAction {
+        /// Still executing: call `execute()`.
+        case execute
+        /// Finished while its start was being announced: deliver that finish.
+        case finish(FinishAction)
+        /// Its finish was accepted meanwhile and is delivered by another notification still in
+        /// flight: `execute()` must not run.
+        case skipExecution
+    }
+
+    /// `operationDidStart` reached every observer.
+    mutating func startDelivered() -> AfterStartAction {
+        let heldBack = notificationDelivered()
+        if case .deliver = heldBack { return .finish(heldBack) }
+        return phase == .executing ? .execute : .skipExecution
     }
 
     /// An observer notification was delivered; returns the finish delivery it was holding back.

@@ -21,8 +21,8 @@ import TestSupport
 // cycles, serial queues, groups' children (a held finish is delivered by one owed event), and
 // several categories (one category "A", which another operation may hold at first).
 //
-// Two engine bugs it found are pinned down by the disabled `knownBug_` tests at the end (with the
-// shortest sequences); the scopes above skip only those checks, so every other rule stays checked.
+// Two engine bugs it found (now fixed) are pinned down by the `regression_` tests at the end, with
+// the shortest sequences that broke them; every scope checks their rules too.
 
 // MARK: - Scopes
 
@@ -204,6 +204,7 @@ private enum Step: Hashable {
     case continueTowardsExecution
     case suspendedLeaveLine
     case suspendedWithdraw
+    case suspendedForgetLine
     case suspendedPark
     // Starting.
     case foundationStart
@@ -337,9 +338,9 @@ private struct World {
 
 // MARK: - The exploration
 
-/// Engine bugs the exploration found, checked only by the tests that pin them down (see the
-/// `knownBug_` tests), so that every other rule keeps being checked in every scope meanwhile.
-private enum KnownBug {
+/// Engine bugs the exploration found (both fixed); their rules are checked in every scope, and
+/// the `regression_` tests pin the shortest sequences that broke them.
+private enum KnownBug: CaseIterable {
     /// `execute()` runs although a finish was accepted while two notifications were in flight.
     case executesAfterFinishAccepted
     /// A suspension's step out of line races the operation's own request for its category: it is
@@ -349,6 +350,8 @@ private enum KnownBug {
     /// start it only to finish (cancelled, or finished before it started), which then keeps the
     /// category until Foundation gets round to it.
     case keepsCategoryItWillNotUse
+
+    static let all = Set(allCases)
 }
 
 private struct Explorer {
@@ -582,7 +585,7 @@ private struct Explorer {
                 return [.finish(errors: errors)]
             case let .evaluate(onQueue), let .proceed(onQueue):
                 if onQueue && world.suspended { // requestTurn: a suspended queue parks it
-                    world.parkedToProceed += 1
+                    world.parkedToProceed = 1 // the scheduler holds an operation in line once
                     return []
                 }
                 if case .evaluate = action { return [.evaluate] }
@@ -621,7 +624,7 @@ private struct Explorer {
 
         case .parkOrEnterLine:
             if world.suspended {
-                world.parkedToProceed += 1
+                world.parkedToProceed = 1 // the scheduler holds an operation in line once
                 return []
             }
             return [.enterLine]
@@ -663,7 +666,7 @@ private struct Explorer {
 
         case .parkAfterGivingBack:
             if world.suspended {
-                world.parkedToProceed += 1
+                world.parkedToProceed = 1 // the scheduler holds an operation in line once
                 return []
             }
             return [.continueTowardsExecution]
@@ -676,16 +679,24 @@ private struct Explorer {
                 return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: false)]
             }
 
-        case .suspendedLeaveLine:
-            return world.life.leaveLine() == nil ? [] : [.suspendedWithdraw]
+        case .suspendedLeaveLine: // reads where it stands, under the lifecycle's lock
+            let life = world.life
+            guard life.phase == .waitingForCategories, life.hasReservation, !life.holdsCategories,
+                  !life.categories.isEmpty, life.queue != nil else { return [] }
+            return [.suspendedWithdraw]
 
-        case .suspendedWithdraw:
-            return withdraw(in: &world) ? [.suspendedPark] : []
+        case .suspendedWithdraw: // ExclusivityState.withdrawIfEligible
+            guard world.inLine && world.eligible else { return [] }
+            return withdraw(in: &world) ? [.suspendedForgetLine] : []
+
+        case .suspendedForgetLine:
+            _ = world.life.leaveLine()
+            return [.suspendedPark]
 
         case .suspendedPark:
             guard world.life.queue != nil else { return [] }
             if world.suspended {
-                world.parkedToProceed += 1
+                world.parkedToProceed = 1 // the scheduler holds an operation in line once
                 return []
             }
             return [.continueTowardsExecution]
@@ -700,8 +711,14 @@ private struct Explorer {
             return [.afterDidStart]
 
         case .afterDidStart:
-            let heldBack = world.life.notificationDelivered()
-            if case .deliver = heldBack { return [.perform(Finish(heldBack))] }
+            switch world.life.startDelivered() {
+            case let .finish(heldBack):
+                return [.perform(Finish(heldBack))]
+            case .skipExecution:
+                return []
+            case .execute:
+                break
+            }
             world.executed += 1
             if world.executed > 1 { world.violate("execute() called twice") }
             if world.didFinish > 0 { world.violate("execute() called after operationDidFinish") }
@@ -946,7 +963,7 @@ private struct ExplorationResult {
     var counterexample: (violations: [String], path: [String])?
 }
 
-private func explore(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = [],
+private func explore(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = KnownBug.all,
                      stateLimit: Int = 2_000_000) -> ExplorationResult {
     let explorer = Explorer(scope, checking: checkedBugs)
     var result = ExplorationResult()
@@ -1025,7 +1042,7 @@ private func explore(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug
     return result
 }
 
-private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = []) {
+private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = KnownBug.all) {
     let result = explore(scope, checking: checkedBugs)
     print("OperationLifecycle exploration, \(scope.name): \(result.states) states, \(result.terminals) terminal")
     if let (violations, path) = result.counterexample {
@@ -1047,7 +1064,8 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
         expectNoCounterexample(in: scope)
     }
 
-    /// Engine bug: `execute()` runs on an operation whose finish was already accepted.
+    /// Fixed engine bug: `execute()` ran on an operation whose finish was already accepted (now
+    /// `startDelivered()` says to skip it).
     ///
     /// Shortest sequence (6 steps): the queue hands the operation to Foundation, which calls
     /// `start()` (`.execute`, `operationDidStart` in flight); observers hear `operationDidStart`;
@@ -1057,16 +1075,15 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
     /// `beginExecution` calls `execute()`. `operationDidFinish` and `isFinished` then come from the
     /// cancelling thread, possibly while `execute()` still runs. (An observer of
     /// `operationDidCancel` that finishes the operation is enough for the finish.)
-    @Test(.disabled("engine bug: execute() runs after the finish was accepted when didStart and didCancel are both in flight; see the comment"))
-    func knownBug_executeRunsAfterItsFinishWasAccepted() {
+    @Test func regression_executeRunsAfterItsFinishWasAccepted() {
         expectNoCounterexample(
             in: LifecycleScope(name: "plain, execute after finish", minimumStates: 1, minimumTerminals: 1),
             checking: [.executesAfterFinishAccepted]
         )
     }
 
-    /// Engine bug: an operation is granted its category twice when its queue is suspended and
-    /// resumed while it asks for the category.
+    /// Fixed engine bug: an operation was granted its category twice when its queue was suspended
+    /// and resumed while it asked for the category (now only an eligible waiter steps out of line).
     ///
     /// Shortest sequence (18 steps): the operation evaluates its condition, holding a reservation in
     /// A's line; the condition is satisfied and `acquire` calls `enterLine()`; before its request
@@ -1080,8 +1097,7 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
     /// suspended Foundation queue then keeps A, and every other operation of A, on every queue,
     /// waits (22 steps to that state: the above, then `categoriesWereGranted()` clears it to run
     /// (`.ready`), `finish(with:)` releases A early, and the stale request is granted A again).
-    @Test(.disabled("engine bug: a suspend/resume racing acquire() makes the operation ask again for a category it was just granted; see the comment"))
-    func knownBug_grantedItsCategoryTwice() {
+    @Test func regression_grantedItsCategoryTwice() {
         let scope = LifecycleScope(name: "exclusive, granted twice", conditions: [.answered], categories: ["A"],
                                    finishes: 1, suspensions: 1, minimumStates: 1, minimumTerminals: 1)
         expectNoCounterexample(in: scope, checking: [.asksAgainWhileHolding])
