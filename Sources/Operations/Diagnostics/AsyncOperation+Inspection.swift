@@ -29,7 +29,7 @@ extension AsyncOperation {
             if lineReason == nil { state = .ready } // passing through on its way to Foundation
         case .waitingForCategories where !facts.holdsCategories && lineReason == nil:
             reasons += categoryReasons(place: facts.linePlace, categories: facts.categories)
-        case .ready:
+        case .ready where lineReason == nil:
             if let queue = facts.queue, queue.isSuspended {
                 reasons.append(.suspendedQueue(queue.name))
             }

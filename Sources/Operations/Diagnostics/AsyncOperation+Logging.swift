@@ -15,7 +15,8 @@ extension AsyncOperation {
 
     /// Logs what the operation waits for now, if its queue has a logger (and it waits at all).
     func logWaiting() {
-        guard let (logger, queue) = lifecycle.withLock({ state in state.logger.map { ($0, state.queue) } }) else { return }
+        guard let (logger, queue) = lifecycle.withLock({ state in state.logger.map { ($0, state.queue) } }),
+              logger.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
         let reasons = snapshot().waitsFor
         guard !reasons.isEmpty else { return }
         logger.log(.waiting(reasons), of: self, on: queue)

@@ -17,7 +17,11 @@ extension AsyncOperationQueue {
 
     /// Why `operation` waits in the scheduler's line, if it does.
     func reasonForWaitingInLine(_ operation: Operation) -> OperationSnapshot.Reason? {
-        guard let suspended = state.withLock({ $0.scheduler.waitsInLine(operation) }) else { return nil }
+        let (inLine, group) = state.withLock { ($0.scheduler.waitsInLine(operation), $0.settings.group) }
+        guard let suspended = inLine else { return nil }
+        if suspended, let group, !group.isExecuting, !group.isFinished {
+            return .groupToStart(group.displayName) // a group's queue is suspended until it executes
+        }
         return suspended ? .suspendedQueue(name) : .turnOnSerialQueue(name)
     }
 

@@ -3,12 +3,25 @@ import Foundation
 /// How much a lifecycle event matters, from the chattiest to the most serious (the levels of
 /// swift-log and of `os.Logger` map onto these one to one or nearly).
 public enum OperationLogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
-    case trace, debug, info, notice, warning, error
+    /// Everything, in detail.
+    case trace
+    /// The way to execution: added, waiting, conditions answered, categories granted, produced.
+    case debug
+    /// Started, and finished without errors.
+    case info
+    /// Cancelled.
+    case notice
+    /// Finished with errors.
+    case warning
+    /// The most serious level (the framework's own events never use it).
+    case error
 
+    /// Whether `lhs` is less serious than `rhs`.
     public static func < (lhs: OperationLogLevel, rhs: OperationLogLevel) -> Bool {
         lhs.rawValue < rhs.rawValue
     }
 
+    /// The level's name, such as `debug`.
     public var description: String {
         switch self {
         case .trace: "trace"
@@ -34,7 +47,9 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
         case conditionsAnswered(failures: Int)
         /// Granted its mutually exclusive categories.
         case categoriesGranted([String])
+        /// Started executing (its observers heard `operationDidStart`).
         case started
+        /// Cancelled (its observers heard `operationDidCancel`).
         case cancelled
         /// Produced another operation, by name.
         case produced(String)
@@ -46,8 +61,10 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     public let operationName: String
     /// The name of the queue the operation was added to, if it has one.
     public let queueName: String?
+    /// What happened.
     public let kind: Kind
 
+    /// Creates an event; the framework makes these, loggers and tests read them.
     public init(operationName: String, queueName: String?, kind: Kind) {
         self.operationName = operationName
         self.queueName = queueName
@@ -57,6 +74,10 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     /// `.debug` for the way to execution, `.info` for starting and finishing, `.notice` for a
     /// cancellation, `.warning` for a finish with errors.
     public var level: OperationLogLevel {
+        Self.level(of: kind)
+    }
+
+    static func level(of kind: Kind) -> OperationLogLevel {
         switch kind {
         case .added, .waiting, .conditionsAnswered, .categoriesGranted, .produced: .debug
         case .started: .info
@@ -120,9 +141,8 @@ extension OperationLogger {
 extension OperationLogger {
     /// Logs `kind` for `operation` if the level is wanted.
     func log(_ kind: OperationLogEvent.Kind, of operation: Operation, on queue: OperationQueue?) {
-        let event = OperationLogEvent(operationName: operation.displayName, queueName: queue?.name, kind: kind)
-        guard event.level >= minimumLevel else { return }
-        log(event)
+        guard OperationLogEvent.level(of: kind) >= minimumLevel else { return }
+        log(OperationLogEvent(operationName: operation.displayName, queueName: queue?.name, kind: kind))
     }
 }
 

@@ -25,11 +25,14 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
         case waitingForCategories = "waiting for categories"
         /// Cleared to run: handed to Foundation's queue, which starts it when it has a slot.
         case ready
+        /// Its `execute()` runs (or ran and the operation has not finished yet).
         case executing
         /// Its errors are final; its observers are hearing that it finished.
         case finishing
+        /// Finished: nothing more happens to it.
         case finished
 
+        /// A few words, such as `waiting for categories`.
         public var description: String { rawValue }
     }
 
@@ -47,7 +50,10 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
         case suspendedQueue(String?)
         /// Its queue (by name) is serial and lets an operation added earlier go first.
         case turnOnSerialQueue(String?)
+        /// It is a child of a group (by name) that has not started executing.
+        case groupToStart(String)
 
+        /// A phrase that completes "waits for", such as `dependency 'fetch'`.
         public var description: String {
             switch self {
             case let .dependency(name):
@@ -63,6 +69,8 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
                 return "its queue\(name.map { " '\($0)'" } ?? "") to resume (suspended)"
             case let .turnOnSerialQueue(name):
                 return "its turn on serial queue\(name.map { " '\($0)'" } ?? "")"
+            case let .groupToStart(name):
+                return "its group '\(name)' to start"
             }
         }
 
@@ -80,11 +88,14 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
 
     /// The operation's `name`, or its type's name when it has none.
     public let name: String
+    /// Where the operation is in its life.
     public let state: State
+    /// Whether it was cancelled.
     public let isCancelled: Bool
     /// What it waits for, empty when it waits for nothing (or has not started waiting).
     public let waitsFor: [Reason]
 
+    /// Creates a snapshot; the framework makes these, tools and tests read them.
     public init(name: String, state: State, isCancelled: Bool, waitsFor: [Reason]) {
         self.name = name
         self.state = state

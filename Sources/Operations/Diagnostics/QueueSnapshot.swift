@@ -14,11 +14,14 @@
 public struct QueueSnapshot: Sendable, Hashable, CustomStringConvertible {
     /// The queue's `name`, if it has one.
     public let name: String?
+    /// Whether the queue was suspended.
     public let isSuspended: Bool
+    /// The queue's `maxConcurrentOperationCount` (1: serial).
     public let maxConcurrentOperationCount: Int
     /// Every unfinished operation, in the order they were added.
     public let operations: [OperationSnapshot]
 
+    /// Creates a snapshot; the framework makes these, tools and tests read them.
     public init(name: String?, isSuspended: Bool, maxConcurrentOperationCount: Int, operations: [OperationSnapshot]) {
         self.name = name
         self.isSuspended = isSuspended

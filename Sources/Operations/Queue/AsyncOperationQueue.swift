@@ -227,9 +227,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if let barrier = context.barrier, !(operation is QueueBarrier) {
             operation.addDependency(barrier) // a barrier orders itself after the one before it
         }
-        if let logger = context.logger {
-            logger.log(.added, of: operation, on: self)
-            (operation as? AsyncOperation)?.attach(logger, from: self)
+        if let logger = context.logger, let operation = operation as? AsyncOperation {
+            operation.attach(logger, from: self) // only one not yet on a queue takes it
         }
         if let operation = operation as? AsyncOperation {
             admit(operation, batch: &batch, context)
@@ -241,6 +240,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         } else if PlainOperationRegistry.register(operation, ticket: ticket) != nil {
             OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
+            context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         }
@@ -259,9 +259,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             OperationDiagnostics.report(kind, operation, message)
             wakeIdleWaiters(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
+            context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
+            context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)

@@ -110,6 +110,17 @@ import TestSupport
         #expect(waitUntil { queue.snapshot().operations.isEmpty })
     }
 
+    @Test func childOfAGroupThatHasNotStarted_saysItWaitsForItsGroup() {
+        let child = AsyncBlockOperation {}
+        child.name = uniqueName("child")
+        let group = GroupOperation(operations: [child])
+        group.name = uniqueName("group")
+        #expect(child.snapshot() == OperationSnapshot(name: child.name!, state: .waitingInLine, isCancelled: false, waitsFor: [.groupToStart(group.name!)]))
+        #expect(child.debugDescription.hasSuffix("waits for its group '\(group.name!)' to start"))
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+        #expect(child.isFinished)
+    }
+
     @Test func operationOnASerialQueue_waitsForItsTurn() {
         let queue = AsyncOperationQueue()
         queue.maxConcurrentOperationCount = 1
