@@ -60,7 +60,10 @@ struct QueueScheduler {
     /// `AsyncOperation`s admitted and not yet given to Foundation.
     private(set) var held = HeldOperations()
     /// Operations waiting for their turn or for the queue to resume, by ticket.
-    private(set) var waiting: [Waiter] = []
+    private(set) var line = WaitingLine()
+
+    /// The operations waiting in line, in the order they will be let through.
+    var waiting: [Waiter] { line.waiters }
     /// On a serial queue: the operation between being let through and its hand-off.
     private(set) var turn: ObjectIdentifier?
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
@@ -114,7 +117,7 @@ struct QueueScheduler {
     /// waits in line: for the queue to resume (so that a queue made serial meanwhile still
     /// starts everything in add order), or for its turn on a serial queue.
     mutating func admitReady(_ operation: Operation, ticket: UInt64) -> Bool {
-        guard isSuspended || isSerial && (turn != nil || !waiting.isEmpty) else { return true }
+        guard isSuspended || isSerial && (turn != nil || !line.isEmpty) else { return true }
         if let operation = operation as? AsyncOperation {
             held.insert(operation)
         }
@@ -139,7 +142,7 @@ struct QueueScheduler {
     /// waiting for their turn.
     var allWaiting: [Operation] {
         var all: [Operation] = held.all
-        for waiter in waiting where !(waiter.operation is AsyncOperation) {
+        for waiter in line.waiters where !(waiter.operation is AsyncOperation) {
             all.append(waiter.operation)
         }
         return all
@@ -157,7 +160,7 @@ struct QueueScheduler {
         guard isSerial else { return true }
         let id = ObjectIdentifier(operation)
         if turn == id { return true }
-        if turn == nil && waiting.isEmpty {
+        if turn == nil && line.isEmpty {
             turn = id
             return true
         }
@@ -197,7 +200,7 @@ struct QueueScheduler {
     /// An operation finished before it was given to Foundation (cancelled, or a condition failed).
     mutating func finishedBeforeHandOff(_ operation: AsyncOperation) -> LetThrough {
         held.remove(operation)
-        waiting.removeAll { $0.operation === operation }
+        line.remove(operation)
         var letThrough = LetThrough()
         if turn == ObjectIdentifier(operation) {
             turn = nil
@@ -226,7 +229,7 @@ struct QueueScheduler {
     /// Whether `operation` waits in the scheduler's line, and why: `true` because the queue is
     /// suspended, `false` for its turn on a serial queue; `nil` if it is not in line.
     func waitsInLine(_ operation: Operation) -> Bool? {
-        guard waiting.contains(where: { $0.operation === operation }) else { return nil }
+        guard line.contains(operation) else { return nil }
         return isSuspended
     }
 
@@ -271,36 +274,28 @@ struct QueueScheduler {
     /// Puts `waiter` in line by ticket, unless its operation already waits there (an operation
     /// parked twice, by a suspension and by its own way to its categories, goes on once).
     private mutating func insert(_ waiter: Waiter) {
-        guard !waiting.contains(where: { $0.operation === waiter.operation }) else { return }
-        if let last = waiting.last, last.ticket > waiter.ticket {
-            let index = waiting.firstIndex { $0.ticket > waiter.ticket } ?? waiting.count
-            waiting.insert(waiter, at: index)
-        } else {
-            waiting.append(waiter)
-        }
+        line.insert(waiter)
     }
 
     /// Lets through what may go now: everything on a concurrent queue; on a serial one, the
     /// operation whose turn it is, or the waiters up to and including the next one that needs a
     /// turn of its own.
     private mutating func drain(into letThrough: inout LetThrough) {
-        guard !isSuspended, !waiting.isEmpty else { return }
+        guard !isSuspended, !line.isEmpty else { return }
         guard isSerial else {
-            for waiter in waiting {
+            for waiter in line.removeAll() {
                 release(waiter, into: &letThrough)
             }
-            waiting.removeAll()
             return
         }
         if let turn {
             // The turn's owner parked (the queue was suspended): it goes on first.
-            if let index = waiting.firstIndex(where: { ObjectIdentifier($0.operation) == turn }) {
-                release(waiting.remove(at: index), into: &letThrough)
+            if let waiter = line.remove(id: turn) {
+                release(waiter, into: &letThrough)
             }
             return
         }
-        while !waiting.isEmpty {
-            let waiter = waiting.removeFirst()
+        while let waiter = line.removeFirst() {
             release(waiter, into: &letThrough)
             if case .proceed = waiter {
                 turn = ObjectIdentifier(waiter.operation)
@@ -315,6 +310,87 @@ struct QueueScheduler {
             letThrough.handOff.append(operation)
         case let .proceed(operation, _):
             letThrough.proceed.append(operation)
+        }
+    }
+}
+
+/// The scheduler's line: waiters by ticket, cheap to add to at the end, to pop from the front,
+/// and to ask about (each operation stands in it once). A waiter that leaves out of turn (it
+/// finished) is only forgotten, and skipped when its turn comes.
+struct WaitingLine {
+    private var entries: [QueueScheduler.Waiter] = []
+    private var head = 0
+    private var members: Set<ObjectIdentifier> = []
+
+    var isEmpty: Bool { members.isEmpty }
+
+    /// The waiters, in order.
+    var waiters: [QueueScheduler.Waiter] {
+        entries[head...].filter { members.contains(ObjectIdentifier($0.operation)) }
+    }
+
+    func contains(_ operation: Operation) -> Bool {
+        members.contains(ObjectIdentifier(operation))
+    }
+
+    /// Puts `waiter` in line by ticket, unless its operation already stands in it (an operation
+    /// parked twice, by a suspension and by its own way to its categories, goes on once).
+    mutating func insert(_ waiter: QueueScheduler.Waiter) {
+        guard members.insert(ObjectIdentifier(waiter.operation)).inserted else { return }
+        if let last = entries.last, head < entries.count, last.ticket > waiter.ticket {
+            let index = entries[head...].firstIndex { $0.ticket > waiter.ticket } ?? entries.count
+            entries.insert(waiter, at: index)
+        } else {
+            entries.append(waiter)
+        }
+    }
+
+    /// Forgets `operation`'s place (it finished while waiting).
+    mutating func remove(_ operation: Operation) {
+        members.remove(ObjectIdentifier(operation))
+        compactIfEmpty()
+    }
+
+    /// Takes the waiter of the operation `id` out of line, wherever it stands.
+    mutating func remove(id: ObjectIdentifier) -> QueueScheduler.Waiter? {
+        guard members.remove(id) != nil,
+              let index = entries[head...].firstIndex(where: { ObjectIdentifier($0.operation) == id })
+        else { return nil }
+        let waiter = entries.remove(at: index)
+        compactIfEmpty()
+        return waiter
+    }
+
+    /// Takes the first waiter out of line.
+    mutating func removeFirst() -> QueueScheduler.Waiter? {
+        while head < entries.count {
+            let waiter = entries[head]
+            head += 1
+            if members.remove(ObjectIdentifier(waiter.operation)) != nil {
+                compactIfEmpty()
+                return waiter
+            }
+        }
+        compactIfEmpty()
+        return nil
+    }
+
+    /// Takes every waiter out of line, in order.
+    mutating func removeAll() -> [QueueScheduler.Waiter] {
+        let all = waiters
+        entries.removeAll()
+        members.removeAll()
+        head = 0
+        return all
+    }
+
+    private mutating func compactIfEmpty() {
+        if members.isEmpty {
+            entries.removeAll(keepingCapacity: entries.count <= 1024)
+            head = 0
+        } else if head >= 1024 && head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
         }
     }
 }
