@@ -208,13 +208,15 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the
     /// add was in flight waits for them too.
-    private func endAdding(_ context: AddContext, of operations: [Operation]) {
-        if let barrier = state.withLock({ $0.scheduler.barrierToJoin(afterGeneration: context.generation) }) {
-            for operation in operations where operation !== barrier {
+    private func endAdding(_ context: AddContext, of operations: @autoclosure () -> [Operation]) {
+        var end = state.withLock { $0.scheduler.endAdmission(generation: context.generation) }
+        if case let .joinBarrier(barrier) = end {
+            for operation in operations() where operation !== barrier {
                 barrier.addDependency(operation)
             }
+            end = state.withLock { $0.scheduler.endAdmission(generation: context.generation, joined: true) }
         }
-        let gates = state.withLock { $0.scheduler.endAdmission(generation: context.generation) }
+        guard case let .ended(gates) = end else { return }
         for gate in gates {
             gate.finish()
         }

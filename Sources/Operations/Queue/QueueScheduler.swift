@@ -93,14 +93,25 @@ struct QueueScheduler {
         return (generation, barrier)
     }
 
-    /// The barrier an add of `generation` must make its operations dependencies of before it
-    /// ends: the first one placed after the add began, if its gate is still closed.
-    func barrierToJoin(afterGeneration generation: UInt64) -> AsyncOperation? {
-        pendingBarriers.first { $0.generation > generation }?.barrier
+    /// What ending an add asks of the queue.
+    enum EndOfAdmission {
+        /// The add has ended; open these barrier gates.
+        case ended(openGates: [AsyncOperation])
+        /// A barrier was placed while the add was in flight: make the add's operations its
+        /// dependencies first, then call `endAdmission(generation:)` again with `joined`.
+        case joinBarrier(AsyncOperation)
     }
 
-    /// An add ends (its operations are held or with Foundation): returns the gates to open.
-    mutating func endAdmission(generation: UInt64) -> [AsyncOperation] {
+    /// An add ends (its operations are held or with Foundation). In the common case (no
+    /// barrier placed meanwhile) this is one step.
+    mutating func endAdmission(generation: UInt64, joined: Bool = false) -> EndOfAdmission {
+        if !joined, let barrier = pendingBarriers.first(where: { $0.generation > generation })?.barrier {
+            return .joinBarrier(barrier)
+        }
+        return .ended(openGates: closeAdmission(generation: generation))
+    }
+
+    private mutating func closeAdmission(generation: UInt64) -> [AsyncOperation] {
         if let index = admissions.lastIndex(where: { $0.generation == generation }) {
             admissions[index].count -= 1
             if admissions[index].count == 0 { admissions.remove(at: index) }
