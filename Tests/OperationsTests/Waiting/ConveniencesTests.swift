@@ -28,8 +28,15 @@ import TestSupport
         let operation = AsyncBlockOperation {}
         operation.name = uniqueName("forgotten")
         let log = DiagnosticsLog.shared
-        let waiting = Task { try await operation.finished() }
-        #expect(await eventually { log.kinds(about: operation.name!) == [.awaitedOffQueue] })
+        let awaiting = Counter()
+        let waiting = Task {
+            awaiting.increment()
+            try await operation.finished()
+        }
+        // Under a sanitizer the task may start late (the pool is busy with blocking tests): the
+        // report comes a second after the wait began, so the bound counts from there.
+        #expect(await eventually(timeout: 4 * generousTimeout) { awaiting.current > 0 })
+        #expect(await eventually(timeout: 4 * generousTimeout) { log.kinds(about: operation.name!) == [.awaitedOffQueue] })
         AsyncOperationQueue().addOperation(operation)
         try await waiting.value
         #expect(log.kinds(about: operation.name!) == [.awaitedOffQueue])
