@@ -71,13 +71,7 @@ public enum OperationDiagnostics {
     /// writes the diagnostic's `description` to standard error.
     public static var handler: @Sendable (OperationDiagnostic) -> Void {
         get { storage.withLock { $0 } }
-        set {
-            let previous = storage.withLock { handler in
-                defer { handler = newValue }
-                return handler
-            }
-            _ = previous // released outside the lock
-        }
+        set { _ = storage.exchange(with: newValue) } // the old handler is released outside the lock
     }
 
     /// Restores the default handler, which prints to standard error.

@@ -87,10 +87,7 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func releaseResources() {
-        let released = block.withLock { state -> BlockState in
-            defer { state = BlockState() }
-            return state // the block is released after unlocking: its captures are user code
-        }
+        let released = block.exchange(with: BlockState()) // the block's captures are released after unlocking
         released.pendingContinuation?.operationFinished()
     }
 }

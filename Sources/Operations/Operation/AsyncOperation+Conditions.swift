@@ -237,8 +237,13 @@ extension AsyncOperation {
         guard let (place, categories, queue, ticket) = standing,
               ExclusivityController.shared.withdrawIfEligible(place: place, from: categories) else { return }
         _ = lifecycle.withLock { $0.leaveLine() } // out of line: a finish from now on has nothing to withdraw
+        parkUntilResumed(on: queue, ticket: ticket)
+    }
+
+    /// Parks on `queue` until it resumes, or goes on at once if it resumed meanwhile.
+    private func parkUntilResumed(on queue: AsyncOperationQueue, ticket: UInt64) {
         if !queue.parkIfSuspended(self, ticket: ticket) {
-            continueTowardsExecution() // resumed meanwhile
+            continueTowardsExecution()
         }
     }
 
@@ -254,8 +259,8 @@ extension AsyncOperation {
             return
         }
         ExclusivityController.shared.release(returned)
-        if let queue, !queue.parkIfSuspended(self, ticket: ticket) {
-            continueTowardsExecution() // resumed meanwhile
+        if let queue {
+            parkUntilResumed(on: queue, ticket: ticket)
         }
     }
 

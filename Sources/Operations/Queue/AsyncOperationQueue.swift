@@ -77,9 +77,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     public var logger: (any OperationLogger)? {
         get { state.withLock { $0.settings.logger } }
         set {
-            let previous = state.withLock { settings in
-                defer { settings.settings.logger = newValue }
-                return settings.settings.logger
+            let previous = state.withLock { state in
+                defer { state.settings.logger = newValue }
+                return state.settings.logger
             }
             _ = previous // released outside the lock
         }
@@ -99,11 +99,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         get { stallWatch.withLock { $0?.threshold } }
         set {
             let watch = newValue.map { StallWatch(queue: self, threshold: $0) }
-            let previous = stallWatch.withLock { current in
-                defer { current = watch }
-                return current
-            }
-            previous?.stop()
+            stallWatch.exchange(with: watch)?.stop()
         }
     }
 
@@ -128,9 +124,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return
         }
         let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0)
-        var batch = Batch()
+        var batch: [Operation] = []
         accept(operation, into: &batch, context)
-        giveToFoundation(batch.operations)
+        giveToFoundation(batch)
         endAdding(context, of: [operation])
     }
 
@@ -141,12 +137,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return
         }
         let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) })
-        var batch = Batch()
-        batch.operations.reserveCapacity(operations.count)
+        var batch: [Operation] = []
+        batch.reserveCapacity(operations.count)
         for operation in operations {
             accept(operation, into: &batch, context)
         }
-        giveToFoundation(batch.operations)
+        giveToFoundation(batch)
         endAdding(context, of: operations)
         if wait {
             Self.waitUntilFinished(operations)
@@ -224,7 +220,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Admits one operation: an `AsyncOperation` into the scheduler (or `batch`, when it can run
     /// at once), anything else into `batch` for Foundation.
-    private func accept(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
+    private func accept(_ operation: Operation, into batch: inout [Operation], _ context: AddContext) {
         context.delegate?.operationQueue(self, willAdd: operation)
         if let barrier = context.barrier, !(operation is QueueBarrier) {
             operation.addDependency(barrier) // a barrier orders itself after the one before it
@@ -248,12 +244,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// Operations on their way to Foundation's queue, in the order they were added.
-    private struct Batch {
-        var operations: [Operation] = []
-    }
-
-    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
+    private func admit(_ operation: AsyncOperation, batch: inout [Operation], _ context: AddContext) {
         let ticket = Ticket.next()
         let lineRoot = context.group?.lifecycle.withLock { $0.linePlace.root } ?? 0
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
@@ -267,8 +258,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case let .runPipeline(conditions):
             context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
-            giveToFoundation(batch.operations) // keep Foundation's order the order of adding
-            batch.operations.removeAll(keepingCapacity: true)
+            giveToFoundation(batch) // keep Foundation's order the order of adding
+            batch.removeAll(keepingCapacity: true)
             state.withLock { $0.scheduler.admitHeld(operation) }
             operation.runPipeline(conditions, addingDependenciesTo: self)
         }
@@ -276,11 +267,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// An operation that needs nothing more goes to Foundation with `batch`, unless the queue is
     /// suspended, or serial with earlier operations still on their way: then it waits in line.
-    private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
+    private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout [Operation], _ context: AddContext) {
         if context.mayWaitInLine, !state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
             return
         }
-        batch.operations.append(operation)
+        batch.append(operation)
     }
 
     /// Blocks until every one of `operations` has finished: an `AsyncOperation` through the

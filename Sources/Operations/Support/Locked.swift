@@ -45,6 +45,16 @@ package struct Locked<Value> {
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try storage.withLock(body)
     }
+
+    /// Replaces the value and returns the old one, to be released (or used) after unlocking:
+    /// a value's `deinit` may be user code.
+    @discardableResult
+    package func exchange(with newValue: Value) -> Value {
+        withLock { value in
+            defer { value = newValue }
+            return value
+        }
+    }
 }
 
 // @unchecked Sendable: the value is only reachable through `withLock`, which holds the mutex.
