@@ -33,7 +33,10 @@ public final class DiagnosticsLog: @unchecked Sendable {
     }
 }
 
-/// A name no other test uses, for operations whose diagnostics a test checks.
+/// A name no other test uses, for operations whose diagnostics a test checks. It also installs
+/// the shared diagnostics log, so that a test reading the log only at its end still hears
+/// what was reported before.
 public func uniqueName(_ prefix: String = "op") -> String {
-    "\(prefix)-\(UUID().uuidString.prefix(8))"
+    _ = DiagnosticsLog.shared
+    return "\(prefix)-\(UUID().uuidString.prefix(8))"
 }
