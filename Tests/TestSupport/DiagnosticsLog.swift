@@ -31,6 +31,13 @@ public final class DiagnosticsLog: @unchecked Sendable {
     public func kinds(about operationName: String) -> [OperationDiagnostic.Kind] {
         diagnostics(about: operationName).map(\.kind)
     }
+
+    /// The kinds reported about `operationName`, once at least `count` have been (or a generous
+    /// timeout passed): for reports made after the operation finished, by code still running.
+    public func kinds(about operationName: String, onceThereAre count: Int) -> [OperationDiagnostic.Kind] {
+        waitUntil { kinds(about: operationName).count >= count }
+        return kinds(about: operationName)
+    }
 }
 
 /// A name no other test uses, for operations whose diagnostics a test checks. It also installs
