@@ -41,7 +41,8 @@ open class InputBlockOperation<Input: Sendable, Output: Sendable>: InputOperatio
     }
 
     override func releaseResources() {
-        work.withLock { $0 = nil }
+        let released = work.withLock { $0.take() }
+        _ = released // the block's captures are released outside the lock
         super.releaseResources()
     }
 }

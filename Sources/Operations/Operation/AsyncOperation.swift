@@ -64,7 +64,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// to finish at once.
     func cancellationDuringExecution() {}
 
-    /// Called once the operation has finished, to release what it owns.
+    /// Called once the operation's finish is final, before `isFinished` becomes true, to release
+    /// what it owns.
     func releaseResources() {}
 
     // MARK: - Foundation's view
@@ -232,12 +233,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     private func completeFinish() {
+        releaseResources() // before isFinished: whoever sees it finished sees it complete
         #if canImport(Darwin)
         willChangeValue(forKey: ObservedKey.isExecuting)
         #endif
         willChangeValue(forKey: ObservedKey.isFinished)
         var remains = lifecycle.withLock { $0.completeFinish() }
-        releaseResources()
         let exclusivity = ExclusivityController.shared
         if !remains.categoriesToWithdraw.isEmpty {
             exclusivity.withdraw(place: remains.linePlace, from: remains.categoriesToWithdraw)

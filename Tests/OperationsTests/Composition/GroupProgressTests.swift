@@ -51,6 +51,20 @@ import TestSupport
         #expect(group.progress.isFinished)
     }
 
+    @Test func aGroupSeenFinished_hasCompleteProgress_whoeverLooks() {
+        // Whoever sees the group finished (here, by polling from another thread) sees its
+        // progress complete: the group completes it before isFinished becomes true.
+        let queue = AsyncOperationQueue()
+        var incomplete = 0
+        for _ in 0..<200 {
+            let group = GroupOperation()
+            queue.addOperation(group)
+            while !group.isFinished { sched_yield() }
+            if group.progress.fractionCompleted != 1 { incomplete += 1 }
+        }
+        #expect(incomplete == 0)
+    }
+
     @Test func nestedGroups_reportPartialProgress_asFoundationsChildProgressDoes() {
         let held = HeldOperations()
         let slow = held.make(uniqueName("slow"))
