@@ -6,7 +6,8 @@ import Foundation
 /// returns what must happen next (call observers, hand the operation to Foundation, finish it);
 /// the operation performs that after unlocking, so user code never runs under the lock.
 struct OperationLifecycle {
-    enum Phase: UInt8, Comparable {
+    /// A classification of `state` for readers (tests, inspection, the storage's checks).
+    enum Phase: Equatable {
         /// Created, not yet on a queue.
         case initialized
         /// Being added to a queue: condition dependencies are being attached.
@@ -22,11 +23,79 @@ struct OperationLifecycle {
         /// Errors are final; `operationDidFinish` observers are being told.
         case finishing
         case finished
-
-        static func < (lhs: Phase, rhs: Phase) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    private(set) var phase = Phase.initialized
+    // MARK: - State
+
+    /// Where the operation was placed: the queue managing it, or the caller that started it.
+    struct Placement {
+        /// The queue managing the operation, when it was added to an `AsyncOperationQueue`. Held
+        /// strongly until the operation finishes, as Foundation's queues are kept alive by their
+        /// work.
+        var queue: AsyncOperationQueue?
+        /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
+        weak var foreignQueue: OperationQueue?
+        /// `start()` was called by a plain queue or by hand rather than after a hand-off.
+        var startedByCaller = false
+        /// Global order in which operations were added to queues (FIFO within a category).
+        var ticket: UInt64 = 0
+        /// The ticket of the outermost group this operation is a child of; 0 for a top-level one.
+        var lineRoot: UInt64 = 0
+        /// Given to Foundation's queue, which then owns its finishing.
+        var wasHandedOff = false
+
+        /// Where this operation stands in its categories' lines.
+        var linePlace: LinePlace {
+            LinePlace(root: lineRoot == 0 ? ticket : lineRoot, ticket: ticket)
+        }
+    }
+
+    /// The operation's mutually exclusive categories, and where it stands with them.
+    struct Standing {
+        var categories: [String] = []
+        var holds = false
+        /// In line (or about to be) for its categories at the exclusivity controller.
+        var inLine = false
+    }
+
+    /// A finish under way: the errors are final, observers are being (or about to be) told.
+    struct Finishing {
+        var placement: Placement?
+        var standing: Standing
+        /// `execute()` was called (or about to be).
+        var executed: Bool
+        /// It finished while in line for its categories: it leaves the line.
+        var withdrawsFromCategories: Bool
+        /// Notifications are in flight; the last one delivers the finish.
+        var waitsForNotifications = false
+        /// A subclass was offered to hold the finish back (an operation that never executed).
+        var holdOffered = false
+        /// The finish a subclass holds back until it is ready (a group draining its children).
+        var heldFinish: FinishAction?
+    }
+
+    /// Where the operation is in its life; each case carries what is valid in it.
+    enum State {
+        /// Created, not yet on a queue.
+        case initialized
+        /// Being added to a queue (or started by hand): condition dependencies are being attached.
+        case enqueuing(Placement)
+        /// Waiting for dependencies.
+        case pending(Placement)
+        /// Its conditions are being evaluated; `dispatched` once they were handed out (not while
+        /// parked by a suspended queue).
+        case evaluatingConditions(Placement, Standing, ConditionEvaluation, dispatched: Bool)
+        /// Conditions passed; waiting for its categories (or for its turn, or a resume).
+        case waitingForCategories(Placement, Standing)
+        /// Cleared to run: handed to Foundation's queue, which will call `start()`.
+        /// `finishRequested`: `finish(with:)` came before that start; it finishes there.
+        case ready(Placement, Standing, finishRequested: Bool)
+        case executing(Placement, Standing)
+        case finishing(Finishing)
+        case finished
+    }
+
+    private(set) var state = State.initialized
     private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
     /// The logger of the queue the operation was added to, if that queue has one.
@@ -47,48 +116,178 @@ struct OperationLifecycle {
     private(set) var dependents: [WeakFinishWatcher] = []
     /// The dependency that closes a dependency cycle, if one was detected.
     private(set) var cycleDependencyName: String?
-
-    /// The queue managing this operation, when it was added to an `AsyncOperationQueue`. Held
-    /// strongly until the operation finishes, as Foundation's queues are kept alive by their work.
-    private(set) var queue: AsyncOperationQueue?
-    /// True once the operation was handed to Foundation's queue (which then owns its finishing).
-    private(set) var wasHandedOff = false
-    /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
-    private(set) weak var foreignQueue: OperationQueue?
-    /// True when `start()` was called by a plain queue or by hand rather than after a hand-off.
-    private(set) var startedByCaller = false
-    /// True once `execute()` was (or is about to be) called.
-    private(set) var executionBegan = false
-    /// Global order in which operations were added to queues (FIFO within a category).
-    private(set) var ticket: UInt64 = 0
-    /// The ticket of the outermost group this operation is a child of; 0 for a top-level one.
-    private(set) var lineRoot: UInt64 = 0
-
-    /// Where this operation stands in its categories' lines.
-    var linePlace: LinePlace {
-        LinePlace(root: lineRoot == 0 ? ticket : lineRoot, ticket: ticket)
-    }
-
-    private(set) var categories: [String] = []
-    private(set) var holdsCategories = false
-    /// In line (or about to be) for its categories at the exclusivity controller.
-    private(set) var hasReservation = false
-
-    private(set) var conditionEvaluation = ConditionEvaluation()
-    /// Set once the conditions were handed out for evaluation (not while parked by a suspended queue).
-    private(set) var conditionsDispatched = false
-
     /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
     private(set) var notificationsInFlight = 0
-    private(set) var finishWaitsForNotifications = false
-    /// `finish(with:)` was called after the hand-off but before Foundation started the operation.
-    private(set) var finishRequestedBeforeStart = false
-    /// Finished while waiting in line for categories: leave the line.
-    private(set) var withdrawsFromCategories = false
-    /// Whether a subclass was already offered to hold back a finish without execution.
-    private(set) var finishHoldOffered = false
-    /// A finish a subclass holds back until it is ready (a group draining its children).
-    private(set) var heldFinish: FinishAction?
+
+    // MARK: - Reading the state
+
+    var phase: Phase {
+        switch state {
+        case .initialized: .initialized
+        case .enqueuing: .enqueuing
+        case .pending: .pending
+        case .evaluatingConditions: .evaluatingConditions
+        case .waitingForCategories: .waitingForCategories
+        case .ready: .ready
+        case .executing: .executing
+        case .finishing: .finishing
+        case .finished: .finished
+        }
+    }
+
+    /// Still taking dependencies and conditions: not yet past waiting for its dependencies.
+    var acceptsConfiguration: Bool {
+        switch state {
+        case .initialized, .enqueuing, .pending: true
+        default: false
+        }
+    }
+
+    /// Its finish has begun (or is complete): errors are final.
+    var hasBegunFinishing: Bool {
+        switch state {
+        case .finishing, .finished: true
+        default: false
+        }
+    }
+
+    /// Not executing yet, nor finishing.
+    var isBeforeExecution: Bool {
+        switch state {
+        case .initialized, .enqueuing, .pending, .evaluatingConditions, .waitingForCategories, .ready: true
+        default: false
+        }
+    }
+
+    var placement: Placement? {
+        switch state {
+        case .initialized, .finished: nil
+        case let .enqueuing(placement), let .pending(placement),
+             let .evaluatingConditions(placement, _, _, _), let .waitingForCategories(placement, _),
+             let .ready(placement, _, _), let .executing(placement, _): placement
+        case let .finishing(finishing): finishing.placement
+        }
+    }
+
+    var standing: Standing? {
+        switch state {
+        case .initialized, .enqueuing, .pending, .finished: nil
+        case let .evaluatingConditions(_, standing, _, _), let .waitingForCategories(_, standing),
+             let .ready(_, standing, _), let .executing(_, standing): standing
+        case let .finishing(finishing): finishing.standing
+        }
+    }
+
+    var queue: AsyncOperationQueue? { placement?.queue }
+    var foreignQueue: OperationQueue? { placement?.foreignQueue }
+    var startedByCaller: Bool { placement?.startedByCaller ?? false }
+    var wasHandedOff: Bool { placement?.wasHandedOff ?? false }
+    var ticket: UInt64 { placement?.ticket ?? 0 }
+    var linePlace: LinePlace { placement?.linePlace ?? LinePlace(root: 0, ticket: 0) }
+    var categories: [String] { standing?.categories ?? [] }
+    var holdsCategories: Bool { standing?.holds ?? false }
+    var hasReservation: Bool { standing?.inLine ?? false }
+
+    /// `execute()` was (or is about to be) called.
+    var executionBegan: Bool {
+        switch state {
+        case .executing: true
+        case let .finishing(finishing): finishing.executed
+        default: false
+        }
+    }
+
+    var conditionsDispatched: Bool {
+        if case let .evaluatingConditions(_, _, _, dispatched) = state { return dispatched }
+        return false
+    }
+
+    var finishRequestedBeforeStart: Bool {
+        if case let .ready(_, _, finishRequested) = state { return finishRequested }
+        return false
+    }
+
+    var finishHoldOffered: Bool {
+        if case let .finishing(finishing) = state { return finishing.holdOffered }
+        return false
+    }
+
+    var heldFinish: FinishAction? {
+        if case let .finishing(finishing) = state { return finishing.heldFinish }
+        return nil
+    }
+
+    var finishWaitsForNotifications: Bool {
+        if case let .finishing(finishing) = state { return finishing.waitsForNotifications }
+        return false
+    }
+
+    var withdrawsFromCategories: Bool {
+        if case let .finishing(finishing) = state { return finishing.withdrawsFromCategories }
+        return false
+    }
+
+    /// Changes the placement, in whatever state carries one.
+    private mutating func updatePlacement(_ change: (inout Placement) -> Void) {
+        switch state {
+        case .initialized, .finished:
+            break
+        case var .enqueuing(placement):
+            change(&placement)
+            state = .enqueuing(placement)
+        case var .pending(placement):
+            change(&placement)
+            state = .pending(placement)
+        case .evaluatingConditions(var placement, let standing, let evaluation, let dispatched):
+            change(&placement)
+            state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
+        case .waitingForCategories(var placement, let standing):
+            change(&placement)
+            state = .waitingForCategories(placement, standing)
+        case .ready(var placement, let standing, let finishRequested):
+            change(&placement)
+            state = .ready(placement, standing, finishRequested: finishRequested)
+        case .executing(var placement, let standing):
+            change(&placement)
+            state = .executing(placement, standing)
+        case var .finishing(finishing):
+            if var placement = finishing.placement {
+                change(&placement)
+                finishing.placement = placement
+            }
+            state = .finishing(finishing)
+        }
+    }
+
+    /// Changes the standing, in whatever state carries one.
+    private mutating func updateStanding(_ change: (inout Standing) -> Void) {
+        switch state {
+        case .initialized, .enqueuing, .pending, .finished:
+            break
+        case .evaluatingConditions(let placement, var standing, let evaluation, let dispatched):
+            change(&standing)
+            state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
+        case .waitingForCategories(let placement, var standing):
+            change(&standing)
+            state = .waitingForCategories(placement, standing)
+        case .ready(let placement, var standing, let finishRequested):
+            change(&standing)
+            state = .ready(placement, standing, finishRequested: finishRequested)
+        case .executing(let placement, var standing):
+            change(&standing)
+            state = .executing(placement, standing)
+        case var .finishing(finishing):
+            change(&finishing.standing)
+            state = .finishing(finishing)
+        }
+    }
+
+    /// Changes a finish under way.
+    private mutating func updateFinishing(_ change: (inout Finishing) -> Void) {
+        guard case var .finishing(finishing) = state else { return }
+        change(&finishing)
+        state = .finishing(finishing)
+    }
 
     /// Book-keeping for one round of condition evaluation.
     struct ConditionEvaluation {
@@ -200,17 +399,15 @@ struct OperationLifecycle {
         default:
             return .reject(.addedTwice, "the operation is already on a queue; the second add was ignored")
         }
-        self.queue = queue
-        self.ticket = ticket
-        self.lineRoot = lineRoot
+        var placement = Placement(queue: queue, ticket: ticket, lineRoot: lineRoot)
         let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
             && !isCancelled && cycleDependencyName == nil
         if canSkipPipeline {
-            phase = .ready
-            wasHandedOff = true
+            placement.wasHandedOff = true
+            state = .ready(placement, Standing(), finishRequested: false)
             return .handOffNow
         }
-        phase = .enqueuing
+        state = .enqueuing(placement)
         return .runPipeline(conditions)
     }
 
@@ -227,27 +424,25 @@ struct OperationLifecycle {
 
     /// Called once condition dependencies are attached: start waiting.
     mutating func finishEnqueuing() -> AdvanceAction {
-        guard phase == .enqueuing else { return .none }
-        phase = .pending
+        guard case let .enqueuing(placement) = state else { return .none }
+        state = .pending(placement)
         return advanceIfDependenciesFinished()
     }
 
     /// Moves a pending operation on when nothing is left to wait for.
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
-        guard phase == .pending else { return .none }
+        guard case let .pending(placement) = state else { return .none }
         if isCancelled { return .finish([]) }
         if let cycleDependencyName {
             return .finishClosingCycle(dependencyName: cycleDependencyName)
         }
         guard unfinishedDependencies.isEmpty else { return .none }
         if conditions.isEmpty {
-            categories = []
-            phase = .waitingForCategories
-            return .proceedWithoutConditions(queue: queue, ticket: ticket)
+            state = .waitingForCategories(placement, Standing())
+            return .proceedWithoutConditions(queue: placement.queue, ticket: placement.ticket)
         }
-        phase = .evaluatingConditions
-        conditionEvaluation = ConditionEvaluation(awaiting: conditions.count)
-        return .evaluateConditions(conditions, queue: queue, ticket: ticket)
+        state = .evaluatingConditions(placement, Standing(), ConditionEvaluation(awaiting: conditions.count), dispatched: false)
+        return .evaluateConditions(conditions, queue: placement.queue, ticket: placement.ticket)
     }
 
     enum DependencyAction {
@@ -272,7 +467,7 @@ struct OperationLifecycle {
     /// dependencies, `false` if it already has it. Counted as unfinished at once, so no advance
     /// can slip past it.
     mutating func addDependency(_ operation: Operation) -> Bool? {
-        guard phase <= .pending else { return nil }
+        guard acceptsConfiguration else { return nil }
         guard !dependencies.contains(where: { $0 === operation }) else { return false }
         dependencies.append(operation)
         unfinishedDependencies.append(ObjectIdentifier(operation))
@@ -297,7 +492,7 @@ struct OperationLifecycle {
 
     /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
     mutating func addDependent(_ dependent: any FinishWatcher) -> Bool {
-        guard phase < .finished else { return false }
+        guard phase != .finished else { return false }
         dependents.append(WeakFinishWatcher(dependent))
         return true
     }
@@ -315,7 +510,7 @@ struct OperationLifecycle {
     /// Adds a condition; `nil` once the conditions were evaluated, else whether the operation is
     /// already waiting on a queue (so the condition's dependency must be attached now).
     mutating func addCondition(_ condition: any OperationCondition) -> Bool? {
-        guard phase <= .pending else { return nil }
+        guard acceptsConfiguration else { return nil }
         conditions.append(condition)
         return phase == .pending
     }
@@ -330,7 +525,7 @@ struct OperationLifecycle {
 
     /// Adds an observer; `false` once the operation is finishing.
     mutating func addObserver(_ observer: any OperationObserver) -> Bool {
-        guard phase < .finishing else { return false }
+        guard !hasBegunFinishing else { return false }
         observers.append(observer)
         return true
     }
@@ -338,14 +533,14 @@ struct OperationLifecycle {
     /// A produced operation is being announced: returns the observers to tell (`nil` once the
     /// operation is finishing). The finish waits for `notificationDelivered()`.
     mutating func announceProduced() -> [any OperationObserver]? {
-        guard phase < .finishing else { return nil }
+        guard !hasBegunFinishing else { return nil }
         notificationsInFlight += 1
         return observers
     }
 
     /// Started by a plain queue (or by hand): remembers that queue, for produced operations.
     mutating func startedOn(_ queue: OperationQueue?) {
-        foreignQueue = queue
+        updatePlacement { $0.foreignQueue = queue }
     }
 
     /// Conditions are about to be evaluated: records their categories, with a ticket if none was
@@ -353,8 +548,10 @@ struct OperationLifecycle {
     mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction? {
         guard dispatchConditions() else { return nil }
         if !newCategories.isEmpty {
-            if ticket == 0 { ticket = Ticket.next() }
-            categories = newCategories
+            updatePlacement { placement in
+                if placement.ticket == 0 { placement.ticket = Ticket.next() }
+            }
+            updateStanding { $0.categories = newCategories }
         }
         return answerConditionsSatisfiedByConstruction()
     }
@@ -368,31 +565,51 @@ struct OperationLifecycle {
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
-        guard phase == .evaluatingConditions, conditionEvaluation.markAnswered(index) else { return .none }
-        if case let .failed(error) = result {
-            conditionEvaluation.failures.append(error)
-        }
+        guard updateEvaluation({ evaluation in
+            guard evaluation.markAnswered(index) else { return false }
+            if case let .failed(error) = result { evaluation.failures.append(error) }
+            return true
+        }) else { return .none }
         return conditionsSettledAction()
+    }
+
+    /// Changes the condition evaluation under way; `false` (nothing changed) if there is none
+    /// or `change` says so.
+    private mutating func updateEvaluation(_ change: (inout ConditionEvaluation) -> Bool) -> Bool {
+        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state,
+              change(&evaluation) else { return false }
+        state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
+        return true
+    }
+
+    /// The condition evaluation under way, if any.
+    var conditionEvaluation: ConditionEvaluation? {
+        if case let .evaluatingConditions(_, _, evaluation, _) = state { return evaluation }
+        return nil
     }
 
     /// Answers the conditions that are satisfied by construction without evaluating them;
     /// `.passed` if that settles all of them.
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
-        for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
-            _ = conditionEvaluation.markAnswered(index)
+        let conditions = self.conditions
+        _ = updateEvaluation { evaluation in
+            for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
+                _ = evaluation.markAnswered(index)
+            }
+            return true
         }
         return conditionsSettledAction()
     }
 
     /// Whether the condition at `index` has yet to answer.
     func isAwaitingAnswer(from index: Int) -> Bool {
-        phase == .evaluatingConditions && conditionEvaluation.isAwaiting(index)
+        conditionEvaluation?.isAwaiting(index) ?? false
     }
 
     /// The conditions that have not answered yet (to name them in timeout errors).
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] {
-        guard phase == .evaluatingConditions else { return [] }
+        guard let conditionEvaluation else { return [] }
         return conditionEvaluation.awaitedIndices
             .filter { $0 < conditions.count }
             .map { ($0, conditions[$0]) }
@@ -401,24 +618,28 @@ struct OperationLifecycle {
     /// Fails the conditions at `indices`, which did not answer in time, with `errors`.
     mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
-        for (index, error) in failures where conditionEvaluation.markAnswered(index) {
-            conditionEvaluation.failures.append(error)
+        _ = updateEvaluation { evaluation in
+            for (index, error) in failures where evaluation.markAnswered(index) {
+                evaluation.failures.append(error)
+            }
+            return true
         }
         return conditionsSettledAction()
     }
 
     var unansweredConditionCount: Int {
-        phase == .evaluatingConditions ? conditionEvaluation.pendingCount : 0
+        conditionEvaluation?.pendingCount ?? 0
     }
 
     private mutating func conditionsSettledAction() -> ConditionAction {
-        guard conditionEvaluation.pendingCount == 0 else { return .none }
-        let failures = conditionEvaluation.failures
-        conditionEvaluation = ConditionEvaluation()
-        if !failures.isEmpty { return .failed(failures) }
-        if isCancelled { return .failed([]) }
-        phase = .waitingForCategories
-        return .passed(categories: categories)
+        guard case let .evaluatingConditions(placement, standing, evaluation, dispatched) = state,
+              evaluation.pendingCount == 0 else { return .none }
+        if !evaluation.failures.isEmpty || isCancelled {
+            state = .evaluatingConditions(placement, standing, ConditionEvaluation(), dispatched: dispatched)
+            return .failed(evaluation.failures)
+        }
+        state = .waitingForCategories(placement, standing)
+        return .passed(categories: standing.categories)
     }
 
     // MARK: - Mutual exclusion
@@ -434,15 +655,20 @@ struct OperationLifecycle {
     }
 
     mutating func categoriesGranted() -> GrantAction {
-        hasReservation = false
-        switch phase {
-        case .waitingForCategories:
-            holdsCategories = true
-            return clearedToRun()
+        switch state {
         case .finished:
             return .releaseAtOnce
+        case .waitingForCategories:
+            updateStanding { standing in
+                standing.inLine = false
+                standing.holds = true
+            }
+            return clearedToRun()
         default:
-            holdsCategories = true
+            updateStanding { standing in
+                standing.inLine = false
+                standing.holds = true
+            }
             return .none
         }
     }
@@ -455,25 +681,25 @@ struct OperationLifecycle {
 
     /// Conditions passed and categories (if any) are held.
     private mutating func clearedToRun() -> GrantAction {
-        if startedByCaller {
-            phase = .executing
-            executionBegan = true
+        guard case .waitingForCategories(var placement, let standing) = state else { return .none }
+        if placement.startedByCaller {
+            state = .executing(placement, standing)
             notificationsInFlight += 1
             return .startExecuting(observers: observers)
         }
-        phase = .ready
-        wasHandedOff = true
-        return .handOff(holdsCategories: holdsCategories && !categories.isEmpty)
+        placement.wasHandedOff = true
+        state = .ready(placement, standing, finishRequested: false)
+        return .handOff(holdsCategories: standing.holds && !standing.categories.isEmpty)
     }
 
     /// Cleared to run while its queue is suspended: gives its categories back and waits for them
     /// again. `nil` if it will not execute anyway (cancelled, or finished before it started).
     mutating func returnCategoriesWhileSuspended() -> [String]? {
-        guard phase == .ready, holdsCategories, !isCancelled, !finishRequestedBeforeStart else { return nil }
-        phase = .waitingForCategories
-        holdsCategories = false
-        wasHandedOff = false
-        return categories
+        guard case .ready(var placement, var standing, false) = state, standing.holds, !isCancelled else { return nil }
+        standing.holds = false
+        placement.wasHandedOff = false
+        state = .waitingForCategories(placement, standing)
+        return standing.categories
     }
 
     // MARK: - Standing in category lines
@@ -482,7 +708,7 @@ struct OperationLifecycle {
     /// `nil` if it has moved on already.
     mutating func reserveLineWhileEvaluating() -> (place: LinePlace, categories: [String])? {
         guard phase == .evaluatingConditions, !categories.isEmpty else { return nil }
-        hasReservation = true
+        updateStanding { $0.inLine = true }
         return (linePlace, categories)
     }
 
@@ -490,14 +716,14 @@ struct OperationLifecycle {
     /// no longer waits for them.
     mutating func enterLine() -> LinePlace? {
         guard phase == .waitingForCategories, !holdsCategories else { return nil }
-        hasReservation = true
+        updateStanding { $0.inLine = true }
         return linePlace
     }
 
     /// Leaves its categories' lines (its queue is suspended); `nil` if it stands in none.
     mutating func leaveLine() -> (place: LinePlace, categories: [String])? {
-        guard hasReservation, !holdsCategories, phase < .finishing, !categories.isEmpty else { return nil }
-        hasReservation = false
+        guard hasReservation, !holdsCategories, !hasBegunFinishing, !categories.isEmpty else { return nil }
+        updateStanding { $0.inLine = false }
         return (linePlace, categories)
     }
 
@@ -521,8 +747,8 @@ struct OperationLifecycle {
 
     /// Marks the conditions as handed out for evaluation; `false` if they already were.
     mutating func dispatchConditions() -> Bool {
-        guard phase == .evaluatingConditions, !conditionsDispatched else { return false }
-        conditionsDispatched = true
+        guard case let .evaluatingConditions(placement, standing, evaluation, false) = state else { return false }
+        state = .evaluatingConditions(placement, standing, evaluation, dispatched: true)
         return true
     }
 
@@ -538,18 +764,16 @@ struct OperationLifecycle {
     }
 
     mutating func start() -> StartAction {
-        switch phase {
-        case .ready:
-            if isCancelled || finishRequestedBeforeStart { return .finish(beginFinishing(adding: [])) }
-            phase = .executing
-            executionBegan = true
+        switch state {
+        case let .ready(placement, standing, finishRequested):
+            if isCancelled || finishRequested { return .finish(beginFinishing(adding: [])) }
+            state = .executing(placement, standing)
             notificationsInFlight += 1
             return .execute(observers: observers)
         case .initialized:
             if isCancelled { return .finish(beginFinishing(adding: [])) }
             guard unfinishedDependencies.isEmpty else { return .finishNotReady }
-            startedByCaller = true
-            phase = .enqueuing
+            state = .enqueuing(Placement(startedByCaller: true))
             return .runPipelineInline(conditions)
         case .finishing, .finished:
             return .none
@@ -582,7 +806,7 @@ struct OperationLifecycle {
     }
 
     mutating func cancel(error: (any Error)?) -> CancelAction {
-        guard phase < .finishing else { return .none }
+        guard !hasBegunFinishing else { return .none }
         if let error { errors.append(error) }
         guard !isCancelled else { return .none }
         isCancelled = true
@@ -620,13 +844,13 @@ struct OperationLifecycle {
     }
 
     mutating func finish(errors newErrors: [any Error]) -> FinishAction {
-        if phase >= .finishing {
+        if hasBegunFinishing {
             return isCancelled ? .none : .reportDuplicate
         }
-        if phase == .ready {
+        if case let .ready(placement, standing, _) = state {
             // Foundation holds the operation and will call start(); it finishes there.
             errors.append(contentsOf: newErrors)
-            finishRequestedBeforeStart = true
+            state = .ready(placement, standing, finishRequested: true)
             return releaseCategoriesEarly().map(FinishAction.releaseCategoriesEarly) ?? .none
         }
         return beginFinishing(adding: newErrors)
@@ -635,7 +859,7 @@ struct OperationLifecycle {
     /// Finishes with a value (a `ResultOperation`): the value is kept only if this finish is
     /// accepted, so a concurrent `finish(with: error)` either wins outright or loses outright.
     mutating func finish(producing value: any Sendable) -> FinishAction {
-        if phase < .finishing && !finishRequestedBeforeStart {
+        if !hasBegunFinishing && !finishRequestedBeforeStart {
             output = value
         }
         return finish(errors: [])
@@ -644,23 +868,24 @@ struct OperationLifecycle {
     /// Freezes the errors and moves to `.finishing`; the finish is delivered now or, while other
     /// notifications are being delivered, by the last of them.
     private mutating func beginFinishing(adding newErrors: [any Error]) -> FinishAction {
-        if hasReservation && !holdsCategories && !categories.isEmpty {
-            withdrawsFromCategories = true
-        }
+        let standing = self.standing ?? Standing()
+        let finishing = Finishing(
+            placement: placement,
+            standing: standing,
+            executed: executionBegan,
+            withdrawsFromCategories: standing.inLine && !standing.holds && !standing.categories.isEmpty,
+            waitsForNotifications: notificationsInFlight > 0
+        )
         errors.append(contentsOf: newErrors)
-        phase = .finishing
-        conditionEvaluation = ConditionEvaluation()
-        if notificationsInFlight > 0 {
-            finishWaitsForNotifications = true
-            return .none
-        }
-        return .deliver(observers: observers, errors: errors, mayBeHeld: !executionBegan && !finishHoldOffered)
+        state = .finishing(finishing)
+        if finishing.waitsForNotifications { return .none }
+        return .deliver(observers: observers, errors: errors, mayBeHeld: !finishing.executed)
     }
 
     /// Gives up the categories of an operation that will not execute after all.
     private mutating func releaseCategoriesEarly() -> [String]? {
         guard holdsCategories, !categories.isEmpty else { return nil }
-        holdsCategories = false
+        updateStanding { $0.holds = false }
         return categories
     }
 
@@ -685,24 +910,27 @@ struct OperationLifecycle {
     /// An observer notification was delivered; returns the finish delivery it was holding back.
     mutating func notificationDelivered() -> FinishAction {
         notificationsInFlight -= 1
-        guard notificationsInFlight == 0, finishWaitsForNotifications else { return .none }
-        finishWaitsForNotifications = false
-        return .deliver(observers: observers, errors: errors, mayBeHeld: !executionBegan && !finishHoldOffered)
+        guard notificationsInFlight == 0, case var .finishing(finishing) = state, finishing.waitsForNotifications else { return .none }
+        finishing.waitsForNotifications = false
+        state = .finishing(finishing)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: !finishing.executed && !finishing.holdOffered)
     }
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed:
     /// keeps `action` to be delivered later. `false` if the offer was made before or it executed.
     mutating func offerToHoldFinish(_ action: FinishAction) -> Bool {
-        guard !executionBegan, !finishHoldOffered else { return false }
-        finishHoldOffered = true
-        heldFinish = action
+        guard case var .finishing(finishing) = state, !finishing.executed, !finishing.holdOffered else { return false }
+        finishing.holdOffered = true
+        finishing.heldFinish = action
+        state = .finishing(finishing)
         return true
     }
 
     /// Takes the finish held back, if any (to deliver it, or because it was delivered).
     mutating func takeHeldFinish() -> FinishAction? {
-        defer { heldFinish = nil }
-        return heldFinish
+        let held = heldFinish
+        updateFinishing { $0.heldFinish = nil }
+        return held
     }
 
     /// Everything a finished operation lets go of, to be released or told outside the lock.
@@ -722,11 +950,11 @@ struct OperationLifecycle {
     }
 
     mutating func completeFinish() -> Remains {
-        phase = .finished
+        let standing = self.standing ?? Standing()
         let remains = Remains(
             wasHandedOff: wasHandedOff,
-            categoriesToRelease: holdsCategories ? categories : [],
-            categoriesToWithdraw: withdrawsFromCategories && !holdsCategories ? categories : [],
+            categoriesToRelease: standing.holds ? standing.categories : [],
+            categoriesToWithdraw: withdrawsFromCategories && !standing.holds ? standing.categories : [],
             linePlace: linePlace,
             dependents: dependents,
             released: dependencies,
@@ -736,10 +964,7 @@ struct OperationLifecycle {
             queue: queue,
             errors: errors
         )
-        holdsCategories = false
-        withdrawsFromCategories = false
-        queue = nil
-        foreignQueue = nil
+        state = .finished
         dependencies = []
         unfinishedDependencies = []
         dependencyWatchers = [:]

@@ -42,14 +42,14 @@ extension AsyncOperation {
     /// Adds the operation to `queue` (or a private queue) unless it is on one already, and blocks
     /// until it has finished or `timeout` has passed.
     final func blockUntilFinished(on queue: OperationQueue?, timeout: TimeInterval) throws {
-        let (phase, currentQueue) = lifecycle.withLock { state -> (OperationLifecycle.Phase, OperationQueue?) in
-            (state.phase, state.queue ?? state.foreignQueue)
+        let (phase, isBeforeExecution, currentQueue) = lifecycle.withLock { state -> (OperationLifecycle.Phase, Bool, OperationQueue?) in
+            (state.phase, state.isBeforeExecution, state.queue ?? state.foreignQueue)
         }
         if phase == .finished { return }
         let isNew = phase == .initialized
         let target = isNew ? (queue ?? privateQueue()) : currentQueue
         let registration = try target.map {
-            try BlockingWait.begin(waitingFor: self, on: $0, needsSlot: phase < .executing)
+            try BlockingWait.begin(waitingFor: self, on: $0, needsSlot: isBeforeExecution)
         }
         defer { registration.map(BlockingWait.end) }
 

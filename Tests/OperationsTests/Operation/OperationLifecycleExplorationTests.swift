@@ -284,13 +284,13 @@ private struct World {
         let l = life
         return Key(
             life: LifeKey(
-                phase: l.phase.rawValue, isCancelled: l.isCancelled, errors: labels(l.errors),
+                phase: "\(l.phase)", isCancelled: l.isCancelled, errors: labels(l.errors),
                 conditions: l.conditions.count, observers: l.observers.count,
                 dependencies: l.dependencies.count, unfinishedDependencies: l.unfinishedDependencies.count,
                 hasQueue: l.queue != nil, wasHandedOff: l.wasHandedOff, startedByCaller: l.startedByCaller,
                 executionBegan: l.executionBegan, hasTicket: l.ticket != 0, categories: l.categories,
                 holdsCategories: l.holdsCategories, hasReservation: l.hasReservation,
-                awaited: l.conditionEvaluation.awaitedIndices, failures: labels(l.conditionEvaluation.failures),
+                awaited: l.conditionEvaluation?.awaitedIndices ?? [], failures: labels(l.conditionEvaluation?.failures ?? []),
                 conditionsDispatched: l.conditionsDispatched, notificationsInFlight: l.notificationsInFlight,
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
                 finishRequestedBeforeStart: l.finishRequestedBeforeStart,
@@ -308,7 +308,7 @@ private struct World {
     }
 
     struct LifeKey: Hashable {
-        var phase: UInt8
+        var phase: String
         var isCancelled: Bool
         var errors: [String]
         var conditions, observers, dependencies, unfinishedDependencies: Int
