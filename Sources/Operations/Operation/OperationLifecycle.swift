@@ -92,7 +92,8 @@ struct OperationLifecycle {
         case ready(Placement, Standing, finishRequested: Bool)
         case executing(Placement, Standing)
         case finishing(Finishing)
-        case finished
+        /// `categories`: those it stood in line for, to give back a grant that reaches it late.
+        case finished(categories: [String])
     }
 
     private(set) var state = State.initialized
@@ -650,14 +651,14 @@ struct OperationLifecycle {
         case handOff(holdsCategories: Bool)
         case startExecuting(observers: [any OperationObserver])
         /// The operation already finished; give the categories straight back.
-        case releaseAtOnce
+        case releaseAtOnce([String])
         case none
     }
 
     mutating func categoriesGranted() -> GrantAction {
         switch state {
-        case .finished:
-            return .releaseAtOnce
+        case let .finished(categories):
+            return .releaseAtOnce(categories)
         case .waitingForCategories:
             updateStanding { standing in
                 standing.inLine = false
@@ -964,7 +965,7 @@ struct OperationLifecycle {
             queue: queue,
             errors: errors
         )
-        state = .finished
+        state = .finished(categories: standing.categories)
         dependencies = []
         unfinishedDependencies = []
         dependencyWatchers = [:]

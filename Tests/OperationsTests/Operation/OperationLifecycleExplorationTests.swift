@@ -158,14 +158,15 @@ private enum Advance: Hashable, CustomStringConvertible {
 }
 
 private enum Grant: Hashable, CustomStringConvertible {
-    case none, releaseAtOnce
+    case none
+    case releaseAtOnce(categories: [String])
     case handOff(holdsCategories: Bool)
     case startExecuting(observers: Int)
 
     init(_ action: OperationLifecycle.GrantAction) {
         switch action {
         case .none: self = .none
-        case .releaseAtOnce: self = .releaseAtOnce
+        case let .releaseAtOnce(categories): self = .releaseAtOnce(categories: categories)
         case let .handOff(holds): self = .handOff(holdsCategories: holds)
         case let .startExecuting(observers): self = .startExecuting(observers: observers.count)
         }
@@ -174,7 +175,7 @@ private enum Grant: Hashable, CustomStringConvertible {
     var description: String {
         switch self {
         case .none: ".none"
-        case .releaseAtOnce: ".releaseAtOnce"
+        case let .releaseAtOnce(categories): ".releaseAtOnce(\(categories))"
         case let .handOff(holds): ".handOff(holdsCategories: \(holds))"
         case let .startExecuting(observers): ".startExecuting(observers: \(observers))"
         }
@@ -646,7 +647,10 @@ private struct Explorer {
                 return world.life.queue == nil ? [] : [.queueHandOff(holdsCategories: holds)]
             case let .startExecuting(observers):
                 return [.deliverDidStart(observers: observers)]
-            case .releaseAtOnce:
+            case let .releaseAtOnce(categories):
+                if categories.sorted() != scope.categories.sorted() {
+                    world.violate("a grant after the finish gives back \(categories), not the categories granted")
+                }
                 return release(in: &world, by: "categoriesGranted() after the finish")
             }
 
