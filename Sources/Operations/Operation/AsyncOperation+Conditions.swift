@@ -292,8 +292,8 @@ extension AsyncOperation {
             lifecycle.withLock { $0.queue }?.handOff(self, holdsCategories: holdsCategories)
         case let .startExecuting(observers):
             beginExecution(observers: observers)
-        case let .releaseAtOnce(categories):
-            ExclusivityController.shared.release(categories)
+        case .releaseAtOnce:
+            ExclusivityController.shared.release(lifecycle.withLock { $0.categories })
         }
     }
 }

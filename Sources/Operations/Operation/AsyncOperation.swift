@@ -202,7 +202,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         case .reportDuplicate:
             OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
         case let .deliver(observers, errors, mayBeHeld):
-            if mayBeHeld, isFinishHeldBack(action) { return }
+            if mayBeHeld, isFinishHeldBack() { return }
             for observer in observers {
                 observer.operationDidFinish(self, errors: errors)
             }
@@ -213,9 +213,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
-    private func isFinishHeldBack(_ action: OperationLifecycle.FinishAction) -> Bool {
+    private func isFinishHeldBack() -> Bool {
         // Stored first: the subclass may deliver it before returning.
-        guard lifecycle.withLock({ $0.offerToHoldFinish(action) }) else { return false }
+        guard lifecycle.withLock({ $0.offerToHoldFinish() }) else { return false }
         if holdsFinishWithoutExecuting() { return true }
         return lifecycle.withLock { $0.takeHeldFinish() } == nil // already delivered by the subclass after all
     }

@@ -27,14 +27,9 @@ struct OperationLifecycle {
 
     // MARK: - State
 
-    /// Where the operation was placed: the queue managing it, or the caller that started it.
+    /// Where the operation was placed: its place in the order of adds, and whether a queue or
+    /// its caller runs it. (The queue itself is kept beside the state: see `queue`.)
     struct Placement {
-        /// The queue managing the operation, when it was added to an `AsyncOperationQueue`. Held
-        /// strongly until the operation finishes, as Foundation's queues are kept alive by their
-        /// work.
-        var queue: AsyncOperationQueue?
-        /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
-        weak var foreignQueue: OperationQueue?
         /// `start()` was called by a plain queue or by hand rather than after a hand-off.
         var startedByCaller = false
         /// Global order in which operations were added to queues (FIFO within a category).
@@ -50,9 +45,8 @@ struct OperationLifecycle {
         }
     }
 
-    /// The operation's mutually exclusive categories, and where it stands with them.
+    /// Where the operation stands with its mutually exclusive categories (`categories`).
     struct Standing {
-        var categories: [String] = []
         var holds = false
         /// In line (or about to be) for its categories at the exclusivity controller.
         var inLine = false
@@ -70,8 +64,8 @@ struct OperationLifecycle {
         var waitsForNotifications = false
         /// A subclass was offered to hold the finish back (an operation that never executed).
         var holdOffered = false
-        /// The finish a subclass holds back until it is ready (a group draining its children).
-        var heldFinish: FinishAction?
+        /// A subclass holds the finish back until it is ready (a group draining its children).
+        var isHeld = false
     }
 
     /// Where the operation is in its life; each case carries what is valid in it.
@@ -92,11 +86,24 @@ struct OperationLifecycle {
         case ready(Placement, Standing, finishRequested: Bool)
         case executing(Placement, Standing)
         case finishing(Finishing)
-        /// `categories`: those it stood in line for, to give back a grant that reaches it late.
-        case finished(categories: [String])
+        case finished
     }
 
+    // The cases carry plain data only, so that reading the state copies no references. What
+    // holds references lives beside it, each with the span of the life in which it is set:
+
     private(set) var state = State.initialized
+    /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
+    /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
+    private(set) var queue: AsyncOperationQueue?
+    /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
+    private(set) weak var foreignQueue: OperationQueue?
+    /// The mutually exclusive categories its conditions name, recorded when they are evaluated.
+    private(set) var categories: [String] = []
+    /// What a condition evaluation collects beyond plain data: the failures so far, and which
+    /// conditions past the 64th are still awaited.
+    private(set) var conditionFailures: [any Error] = []
+    private var laterAwaited: [Bool] = []
     private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
     /// The logger of the queue the operation was added to, if that queue has one.
@@ -179,13 +186,10 @@ struct OperationLifecycle {
         }
     }
 
-    var queue: AsyncOperationQueue? { placement?.queue }
-    var foreignQueue: OperationQueue? { placement?.foreignQueue }
     var startedByCaller: Bool { placement?.startedByCaller ?? false }
     var wasHandedOff: Bool { placement?.wasHandedOff ?? false }
     var ticket: UInt64 { placement?.ticket ?? 0 }
     var linePlace: LinePlace { placement?.linePlace ?? LinePlace(root: 0, ticket: 0) }
-    var categories: [String] { standing?.categories ?? [] }
     var holdsCategories: Bool { standing?.holds ?? false }
     var hasReservation: Bool { standing?.inLine ?? false }
 
@@ -213,9 +217,9 @@ struct OperationLifecycle {
         return false
     }
 
-    var heldFinish: FinishAction? {
-        if case let .finishing(finishing) = state { return finishing.heldFinish }
-        return nil
+    var holdsFinish: Bool {
+        if case let .finishing(finishing) = state { return finishing.isHeld }
+        return false
     }
 
     var finishWaitsForNotifications: Bool {
@@ -290,15 +294,13 @@ struct OperationLifecycle {
         state = .finishing(finishing)
     }
 
-    /// Book-keeping for one round of condition evaluation.
+    /// Book-keeping for one round of condition evaluation, as plain data: whose answers are
+    /// still awaited, a bit per condition for the first 64 (flags for any beyond are kept beside
+    /// the state, in `laterAwaited`).
     struct ConditionEvaluation {
-        /// Whose answers are still awaited: a bit per condition for the first 64 (no allocation
-        /// for the usual handful), flags beyond that.
-        private var firstAwaited: UInt64 = 0
-        private var laterAwaited: [Bool] = []
-        private var conditionCount = 0
-        private(set) var pendingCount = 0
-        var failures: [any Error] = []
+        fileprivate var firstAwaited: UInt64 = 0
+        fileprivate(set) var conditionCount = 0
+        fileprivate(set) var pendingCount = 0
 
         init() {}
 
@@ -307,29 +309,25 @@ struct OperationLifecycle {
             conditionCount = count
             pendingCount = count
             firstAwaited = count >= 64 ? .max : (1 << UInt64(count)) - 1
-            laterAwaited = count > 64 ? Array(repeating: true, count: count - 64) : []
         }
+    }
 
-        func isAwaiting(_ index: Int) -> Bool {
-            guard index >= 0, index < conditionCount else { return false }
-            return index < 64 ? firstAwaited & (1 << UInt64(index)) != 0 : laterAwaited[index - 64]
-        }
+    /// Whether `evaluation` awaits the answer of the condition at `index`.
+    private func isAwaiting(_ index: Int, in evaluation: ConditionEvaluation) -> Bool {
+        guard index >= 0, index < evaluation.conditionCount else { return false }
+        return index < 64 ? evaluation.firstAwaited & (1 << UInt64(index)) != 0 : laterAwaited[index - 64]
+    }
 
-        /// Takes the answer of the condition at `index`; `false` if it was not awaited.
-        mutating func markAnswered(_ index: Int) -> Bool {
-            guard isAwaiting(index) else { return false }
-            if index < 64 {
-                firstAwaited &= ~(1 << UInt64(index))
-            } else {
-                laterAwaited[index - 64] = false
-            }
-            pendingCount -= 1
-            return true
+    /// Takes the answer of the condition at `index`; `false` if it was not awaited.
+    private mutating func markAnswered(_ index: Int, in evaluation: inout ConditionEvaluation) -> Bool {
+        guard isAwaiting(index, in: evaluation) else { return false }
+        if index < 64 {
+            evaluation.firstAwaited &= ~(1 << UInt64(index))
+        } else {
+            laterAwaited[index - 64] = false
         }
-
-        var awaitedIndices: [Int] {
-            (0..<conditionCount).filter(isAwaiting)
-        }
+        evaluation.pendingCount -= 1
+        return true
     }
 
     // MARK: - Inspection
@@ -400,7 +398,8 @@ struct OperationLifecycle {
         default:
             return .reject(.addedTwice, "the operation is already on a queue; the second add was ignored")
         }
-        var placement = Placement(queue: queue, ticket: ticket, lineRoot: lineRoot)
+        self.queue = queue
+        var placement = Placement(ticket: ticket, lineRoot: lineRoot)
         let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
             && !isCancelled && cycleDependencyName == nil
         if canSkipPipeline {
@@ -440,10 +439,11 @@ struct OperationLifecycle {
         guard unfinishedDependencies.isEmpty else { return .none }
         if conditions.isEmpty {
             state = .waitingForCategories(placement, Standing())
-            return .proceedWithoutConditions(queue: placement.queue, ticket: placement.ticket)
+            return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
         }
+        laterAwaited = conditions.count > 64 ? Array(repeating: true, count: conditions.count - 64) : []
         state = .evaluatingConditions(placement, Standing(), ConditionEvaluation(awaiting: conditions.count), dispatched: false)
-        return .evaluateConditions(conditions, queue: placement.queue, ticket: placement.ticket)
+        return .evaluateConditions(conditions, queue: queue, ticket: placement.ticket)
     }
 
     enum DependencyAction {
@@ -541,7 +541,7 @@ struct OperationLifecycle {
 
     /// Started by a plain queue (or by hand): remembers that queue, for produced operations.
     mutating func startedOn(_ queue: OperationQueue?) {
-        updatePlacement { $0.foreignQueue = queue }
+        foreignQueue = queue
     }
 
     /// Conditions are about to be evaluated: records their categories, with a ticket if none was
@@ -552,7 +552,7 @@ struct OperationLifecycle {
             updatePlacement { placement in
                 if placement.ticket == 0 { placement.ticket = Ticket.next() }
             }
-            updateStanding { $0.categories = newCategories }
+            categories = newCategories
         }
         return answerConditionsSatisfiedByConstruction()
     }
@@ -566,21 +566,24 @@ struct OperationLifecycle {
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
-        guard updateEvaluation({ evaluation in
-            guard evaluation.markAnswered(index) else { return false }
-            if case let .failed(error) = result { evaluation.failures.append(error) }
-            return true
-        }) else { return .none }
-        return conditionsSettledAction()
+        let failure: (any Error)? = if case let .failed(error) = result { error } else { nil }
+        return answer([index], failures: failure.map { [$0] } ?? [])
     }
 
-    /// Changes the condition evaluation under way; `false` (nothing changed) if there is none
-    /// or `change` says so.
-    private mutating func updateEvaluation(_ change: (inout ConditionEvaluation) -> Bool) -> Bool {
-        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state,
-              change(&evaluation) else { return false }
+    /// Takes the answers of the conditions at `indices` (those still awaited), with `failures`
+    /// for them, then settles the evaluation if nothing more is awaited.
+    private mutating func answer(_ indices: [Int], failures: [any Error]) -> ConditionAction {
+        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
+            return .none
+        }
+        var answeredAny = false
+        for (position, index) in indices.enumerated() where markAnswered(index, in: &evaluation) {
+            answeredAny = true
+            if position < failures.count { conditionFailures.append(failures[position]) }
+        }
+        guard answeredAny || indices.isEmpty else { return .none }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
-        return true
+        return conditionsSettledAction()
     }
 
     /// The condition evaluation under way, if any.
@@ -593,39 +596,27 @@ struct OperationLifecycle {
     /// `.passed` if that settles all of them.
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
         guard phase == .evaluatingConditions else { return .none }
-        let conditions = self.conditions
-        _ = updateEvaluation { evaluation in
-            for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
-                _ = evaluation.markAnswered(index)
-            }
-            return true
-        }
-        return conditionsSettledAction()
+        let satisfied = conditions.indices.filter { ConditionKinds.isSatisfiedByConstruction(conditions[$0]) }
+        return answer(satisfied, failures: [])
     }
 
     /// Whether the condition at `index` has yet to answer.
     func isAwaitingAnswer(from index: Int) -> Bool {
-        conditionEvaluation?.isAwaiting(index) ?? false
+        guard let conditionEvaluation else { return false }
+        return isAwaiting(index, in: conditionEvaluation)
     }
 
     /// The conditions that have not answered yet (to name them in timeout errors).
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] {
         guard let conditionEvaluation else { return [] }
-        return conditionEvaluation.awaitedIndices
-            .filter { $0 < conditions.count }
+        return (0..<conditionEvaluation.conditionCount)
+            .filter { isAwaiting($0, in: conditionEvaluation) && $0 < conditions.count }
             .map { ($0, conditions[$0]) }
     }
 
     /// Fails the conditions at `indices`, which did not answer in time, with `errors`.
     mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
-        guard phase == .evaluatingConditions else { return .none }
-        _ = updateEvaluation { evaluation in
-            for (index, error) in failures where evaluation.markAnswered(index) {
-                evaluation.failures.append(error)
-            }
-            return true
-        }
-        return conditionsSettledAction()
+        answer(failures.map(\.index), failures: failures.map(\.error))
     }
 
     var unansweredConditionCount: Int {
@@ -635,12 +626,13 @@ struct OperationLifecycle {
     private mutating func conditionsSettledAction() -> ConditionAction {
         guard case let .evaluatingConditions(placement, standing, evaluation, dispatched) = state,
               evaluation.pendingCount == 0 else { return .none }
-        if !evaluation.failures.isEmpty || isCancelled {
+        if !conditionFailures.isEmpty || isCancelled {
             state = .evaluatingConditions(placement, standing, ConditionEvaluation(), dispatched: dispatched)
-            return .failed(evaluation.failures)
+            defer { conditionFailures = [] }
+            return .failed(conditionFailures)
         }
         state = .waitingForCategories(placement, standing)
-        return .passed(categories: standing.categories)
+        return .passed(categories: categories)
     }
 
     // MARK: - Mutual exclusion
@@ -651,14 +643,14 @@ struct OperationLifecycle {
         case handOff(holdsCategories: Bool)
         case startExecuting(observers: [any OperationObserver])
         /// The operation already finished; give the categories straight back.
-        case releaseAtOnce([String])
+        case releaseAtOnce
         case none
     }
 
     mutating func categoriesGranted() -> GrantAction {
         switch state {
-        case let .finished(categories):
-            return .releaseAtOnce(categories)
+        case .finished:
+            return .releaseAtOnce
         case .waitingForCategories:
             updateStanding { standing in
                 standing.inLine = false
@@ -690,7 +682,7 @@ struct OperationLifecycle {
         }
         placement.wasHandedOff = true
         state = .ready(placement, standing, finishRequested: false)
-        return .handOff(holdsCategories: standing.holds && !standing.categories.isEmpty)
+        return .handOff(holdsCategories: standing.holds && !categories.isEmpty)
     }
 
     /// Cleared to run while its queue is suspended: gives its categories back and waits for them
@@ -700,7 +692,7 @@ struct OperationLifecycle {
         standing.holds = false
         placement.wasHandedOff = false
         state = .waitingForCategories(placement, standing)
-        return standing.categories
+        return categories
     }
 
     // MARK: - Standing in category lines
@@ -874,7 +866,7 @@ struct OperationLifecycle {
             placement: placement,
             standing: standing,
             executed: executionBegan,
-            withdrawsFromCategories: standing.inLine && !standing.holds && !standing.categories.isEmpty,
+            withdrawsFromCategories: standing.inLine && !standing.holds && !categories.isEmpty,
             waitsForNotifications: notificationsInFlight > 0
         )
         errors.append(contentsOf: newErrors)
@@ -918,20 +910,22 @@ struct OperationLifecycle {
     }
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed:
-    /// keeps `action` to be delivered later. `false` if the offer was made before or it executed.
-    mutating func offerToHoldFinish(_ action: FinishAction) -> Bool {
+    /// the finish is held until `takeHeldFinish()`. `false` if the offer was made before or it
+    /// executed.
+    mutating func offerToHoldFinish() -> Bool {
         guard case var .finishing(finishing) = state, !finishing.executed, !finishing.holdOffered else { return false }
         finishing.holdOffered = true
-        finishing.heldFinish = action
+        finishing.isHeld = true
         state = .finishing(finishing)
         return true
     }
 
-    /// Takes the finish held back, if any (to deliver it, or because it was delivered).
+    /// Takes the finish held back, if any (to deliver it, or because it was delivered). Its
+    /// errors and observers are final: none are taken once finishing began.
     mutating func takeHeldFinish() -> FinishAction? {
-        let held = heldFinish
-        updateFinishing { $0.heldFinish = nil }
-        return held
+        guard holdsFinish else { return nil }
+        updateFinishing { $0.isHeld = false }
+        return .deliver(observers: observers, errors: errors, mayBeHeld: false)
     }
 
     /// Everything a finished operation lets go of, to be released or told outside the lock.
@@ -954,8 +948,8 @@ struct OperationLifecycle {
         let standing = self.standing ?? Standing()
         let remains = Remains(
             wasHandedOff: wasHandedOff,
-            categoriesToRelease: standing.holds ? standing.categories : [],
-            categoriesToWithdraw: withdrawsFromCategories && !standing.holds ? standing.categories : [],
+            categoriesToRelease: standing.holds ? categories : [],
+            categoriesToWithdraw: withdrawsFromCategories && !standing.holds ? categories : [],
             linePlace: linePlace,
             dependents: dependents,
             released: dependencies,
@@ -965,7 +959,9 @@ struct OperationLifecycle {
             queue: queue,
             errors: errors
         )
-        state = .finished(categories: standing.categories)
+        state = .finished
+        queue = nil
+        foreignQueue = nil
         dependencies = []
         unfinishedDependencies = []
         dependencyWatchers = [:]

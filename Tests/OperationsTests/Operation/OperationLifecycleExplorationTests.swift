@@ -158,15 +158,14 @@ private enum Advance: Hashable, CustomStringConvertible {
 }
 
 private enum Grant: Hashable, CustomStringConvertible {
-    case none
-    case releaseAtOnce(categories: [String])
+    case none, releaseAtOnce
     case handOff(holdsCategories: Bool)
     case startExecuting(observers: Int)
 
     init(_ action: OperationLifecycle.GrantAction) {
         switch action {
         case .none: self = .none
-        case let .releaseAtOnce(categories): self = .releaseAtOnce(categories: categories)
+        case .releaseAtOnce: self = .releaseAtOnce
         case let .handOff(holds): self = .handOff(holdsCategories: holds)
         case let .startExecuting(observers): self = .startExecuting(observers: observers.count)
         }
@@ -175,7 +174,7 @@ private enum Grant: Hashable, CustomStringConvertible {
     var description: String {
         switch self {
         case .none: ".none"
-        case let .releaseAtOnce(categories): ".releaseAtOnce(\(categories))"
+        case .releaseAtOnce: ".releaseAtOnce"
         case let .handOff(holds): ".handOff(holdsCategories: \(holds))"
         case let .startExecuting(observers): ".startExecuting(observers: \(observers))"
         }
@@ -291,12 +290,12 @@ private struct World {
                 hasQueue: l.queue != nil, wasHandedOff: l.wasHandedOff, startedByCaller: l.startedByCaller,
                 executionBegan: l.executionBegan, hasTicket: l.ticket != 0, categories: l.categories,
                 holdsCategories: l.holdsCategories, hasReservation: l.hasReservation,
-                awaited: l.conditionEvaluation?.awaitedIndices ?? [], failures: labels(l.conditionEvaluation?.failures ?? []),
+                awaited: l.unansweredConditions.map(\.index), failures: labels(l.conditionFailures),
                 conditionsDispatched: l.conditionsDispatched, notificationsInFlight: l.notificationsInFlight,
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
                 finishRequestedBeforeStart: l.finishRequestedBeforeStart,
                 withdrawsFromCategories: l.withdrawsFromCategories, finishHoldOffered: l.finishHoldOffered,
-                heldFinish: l.heldFinish.map(Finish.init)
+                holdsFinish: l.holdsFinish
             ),
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
@@ -321,7 +320,7 @@ private struct World {
         var conditionsDispatched: Bool
         var notificationsInFlight: Int
         var finishWaitsForNotifications, finishRequestedBeforeStart, withdrawsFromCategories, finishHoldOffered: Bool
-        var heldFinish: Finish?
+        var holdsFinish: Bool
     }
 
     struct Key: Hashable {
@@ -647,7 +646,8 @@ private struct Explorer {
                 return world.life.queue == nil ? [] : [.queueHandOff(holdsCategories: holds)]
             case let .startExecuting(observers):
                 return [.deliverDidStart(observers: observers)]
-            case let .releaseAtOnce(categories):
+            case .releaseAtOnce:
+                let categories = world.life.categories // what the operation gives back
                 if categories.sorted() != scope.categories.sorted() {
                     world.violate("a grant after the finish gives back \(categories), not the categories granted")
                 }
@@ -774,13 +774,8 @@ private struct Explorer {
             }
 
         case let .offerToHold(action):
-            guard case let .deliver(observers, errors, mayBeHeld) = action else { return [] }
-            let real = OperationLifecycle.FinishAction.deliver(
-                observers: Array(repeating: Listener(), count: observers),
-                errors: errors.map { StubError($0) },
-                mayBeHeld: mayBeHeld
-            )
-            guard world.life.offerToHoldFinish(real) else { return [.deliverDidFinish(observers: observers, errors: errors)] }
+            guard case let .deliver(observers, errors, _) = action else { return [] }
+            guard world.life.offerToHoldFinish() else { return [.deliverDidFinish(observers: observers, errors: errors)] }
             if scope.holdsFinish {
                 world.heldFinishOwed = true
                 return []

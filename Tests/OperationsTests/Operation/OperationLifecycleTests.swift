@@ -15,20 +15,40 @@ private struct Condition: OperationCondition {
 @Suite struct OperationLifecycleTests {
     private let queue = AsyncOperationQueue()
 
-    @Test(arguments: [0, 1, 3, 63, 64, 65, 130])
+    @Test(arguments: [1, 3, 63, 64, 65, 130])
     func conditionEvaluation_takesEachAnswerOnce(count: Int) {
-        var evaluation = OperationLifecycle.ConditionEvaluation(awaiting: count)
-        #expect(evaluation.pendingCount == count)
-        #expect(evaluation.awaitedIndices == Array(0..<count))
-        #expect(!evaluation.isAwaiting(-1) && !evaluation.isAwaiting(count))
-        for index in stride(from: count - 1, through: 0, by: -2) {
-            let first = evaluation.markAnswered(index)
-            let second = evaluation.markAnswered(index) // a second answer is not taken
-            #expect(first && !second)
+        var state = OperationLifecycle()
+        for _ in 0..<count {
+            _ = state.addCondition(Condition())
         }
-        let answered = Set(stride(from: count - 1, through: 0, by: -2))
-        #expect(evaluation.pendingCount == count - answered.count)
-        #expect(evaluation.awaitedIndices == (0..<count).filter { !answered.contains($0) })
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        _ = state.beginEvaluating(categories: [])
+        #expect(state.unansweredConditionCount == count)
+        #expect(state.unansweredConditions.map(\.index) == Array(0..<count))
+        #expect(!state.isAwaitingAnswer(from: -1) && !state.isAwaitingAnswer(from: count))
+
+        // Every other condition answers twice, the second time with a failure that is not taken
+        let answered = Array(stride(from: count - 1, through: 1, by: -2))
+        for index in answered {
+            let wasAwaited = state.isAwaitingAnswer(from: index)
+            _ = state.conditionAnswered(index: index, result: .satisfied)
+            _ = state.conditionAnswered(index: index, result: .failed(StubError("second answer")))
+            #expect(wasAwaited && !state.isAwaitingAnswer(from: index))
+        }
+        #expect(state.unansweredConditionCount == count - answered.count)
+        #expect(state.unansweredConditions.map(\.index) == (0..<count).filter { !answered.contains($0) })
+
+        // The others answer, and the evaluation passes: no second answer counted
+        for index in (0..<count).filter({ !answered.contains($0) }).dropLast() {
+            _ = state.conditionAnswered(index: index, result: .satisfied)
+        }
+        let last = (0..<count).last { !answered.contains($0) }!
+        guard case .passed = state.conditionAnswered(index: last, result: .satisfied) else {
+            Issue.record("expected the evaluation to pass")
+            return
+        }
+        #expect(state.conditionFailures.isEmpty)
     }
 
     @Test func enqueue_withNothingToWaitFor_handsOffAtOnce() {
