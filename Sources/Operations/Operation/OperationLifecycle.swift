@@ -104,6 +104,9 @@ struct OperationLifecycle {
     /// conditions past the 64th are still awaited.
     private(set) var conditionFailures: [any Error] = []
     private var laterAwaited: [Bool] = []
+
+    // Data of every phase:
+
     private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
     /// The logger of the queue the operation was added to, if that queue has one.
