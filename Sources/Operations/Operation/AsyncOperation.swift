@@ -28,14 +28,9 @@ import Foundation
 /// Once it finishes, it lets go of its observers, conditions and dependencies, so that long
 /// chains of operations can be released without deep recursion. `dependencies` is therefore empty
 /// after the operation has finished.
-// @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock,
-// except `heldSlot`, reached only under the lock of the queue holding the operation.
+// @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock.
 open class AsyncOperation: Operation, @unchecked Sendable {
     let lifecycle = Locked<OperationLifecycle>.make { OperationLifecycle() }
-
-    /// Where the queue holding this operation in its scheduler keeps it (`HeldOperations`);
-    /// only touched under that queue's lock. An operation is held by one queue at a time.
-    var heldSlot = -1
 
     /// Creates an operation in the initialized state.
     public override init() {

@@ -1,50 +1,91 @@
-/// The operations a queue holds in its own scheduler, each in a numbered slot that the operation
-/// remembers (`AsyncOperation.heldSlot`): adding and removing are array writes, with no hashing
-/// on the path every operation takes. Only touched under the owning queue's lock.
+/// The operations a queue holds in its own scheduler (waiting for dependencies, conditions,
+/// categories, a resume or their turn), as a set by identity. Part of the scheduler's state: only
+/// touched under the owning queue's lock.
+///
+/// Every operation with dependencies or conditions passes through it, so it is a small
+/// open-addressing table hashed on the object's address (linear probing, deletion by backward
+/// shift): a few instructions per add and remove, where `Set` would run a full `Hasher`.
 struct HeldOperations {
-    private var slots: [AsyncOperation?] = []
-    private var freeSlots: [Int] = []
+    /// Power-of-two sized, at most half full; `nil` marks an empty bucket.
+    private var buckets: [AsyncOperation?] = []
     private(set) var count = 0
 
     var isEmpty: Bool { count == 0 }
 
     /// Every held operation, in no particular order.
     var all: [AsyncOperation] {
-        slots.compactMap { $0 }
+        buckets.compactMap { $0 }
     }
 
     mutating func insert(_ operation: AsyncOperation) {
-        guard !contains(operation) else { return }
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            slot = free
-            slots[slot] = operation
-        } else {
-            slot = slots.count
-            slots.append(operation)
+        if (count + 1) * 2 > buckets.count {
+            grow()
         }
-        operation.heldSlot = slot
+        var bucket = home(of: operation)
+        while let occupant = buckets[bucket] {
+            if occupant === operation { return }
+            bucket = next(bucket)
+        }
+        buckets[bucket] = operation
         count += 1
     }
 
     mutating func remove(_ operation: AsyncOperation) {
-        guard contains(operation) else { return }
-        let slot = operation.heldSlot
-        slots[slot] = nil
-        operation.heldSlot = -1
-        count -= 1
-        if count == 0 {
-            // Drop the slots after a burst; keep a small table for the steady trickle.
-            let keep = slots.count <= 1024
-            slots.removeAll(keepingCapacity: keep)
-            freeSlots.removeAll(keepingCapacity: keep)
-        } else {
-            freeSlots.append(slot)
+        guard count > 0 else { return } // the common case: nothing held
+        var bucket = home(of: operation)
+        while let occupant = buckets[bucket] {
+            if occupant === operation {
+                buckets[bucket] = nil
+                count -= 1
+                closeGap(at: bucket)
+                if count == 0 && buckets.count > 2048 {
+                    buckets = [] // drop the table after a burst; keep a small one for the steady trickle
+                }
+                return
+            }
+            bucket = next(bucket)
         }
     }
 
-    private func contains(_ operation: AsyncOperation) -> Bool {
-        let slot = operation.heldSlot
-        return slot >= 0 && slot < slots.count && slots[slot] === operation
+    // MARK: - The table
+
+    private func home(of operation: AsyncOperation) -> Int {
+        let address = UInt(bitPattern: Int(bitPattern: ObjectIdentifier(operation)))
+        let mixed = (address >> 4) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed >> UInt(64 - buckets.count.trailingZeroBitCount))
+    }
+
+    private func next(_ bucket: Int) -> Int {
+        (bucket + 1) & (buckets.count - 1)
+    }
+
+    /// Moves later entries of the probe run back into the emptied `gap`, so that every entry
+    /// stays reachable from its home bucket without tombstones.
+    private mutating func closeGap(at gap: Int) {
+        var gap = gap
+        var bucket = next(gap)
+        while let occupant = buckets[bucket] {
+            let home = home(of: occupant)
+            // Move it if its home is not in the cyclic range (gap, bucket].
+            let homeIsAfterGap = gap <= bucket ? (home > gap && home <= bucket) : (home > gap || home <= bucket)
+            if !homeIsAfterGap {
+                buckets[gap] = occupant
+                buckets[bucket] = nil
+                gap = bucket
+            }
+            bucket = next(bucket)
+        }
+    }
+
+    private mutating func grow() {
+        let old = buckets
+        buckets = Array(repeating: nil, count: max(16, old.count * 2))
+        for case let operation? in old {
+            var bucket = home(of: operation)
+            while buckets[bucket] != nil {
+                bucket = next(bucket)
+            }
+            buckets[bucket] = operation
+        }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 @testable import Operations
 import Testing
 
-// The slots a queue holds its waiting operations in.
+// The set a queue holds its waiting operations in.
 
 @Suite struct HeldOperationsTests {
     @Test func insertAndRemove_keepCountAndContents() {
@@ -32,6 +32,31 @@ import Testing
         held.remove(stranger)
         #expect(held.count == 2)
         #expect(Set(held.all.map(ObjectIdentifier.init)) == [ObjectIdentifier(second), ObjectIdentifier(third)])
+    }
+
+    @Test func randomInsertsAndRemoves_agreeWithASet() {
+        // Many collisions and backward shifts: the table must always agree with a plain Set.
+        var held = HeldOperations()
+        var expected = Set<ObjectIdentifier>()
+        let operations = (0..<300).map { _ in AsyncBlockOperation {} }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let operation = operations.randomElement(using: &random)!
+            if Bool.random(using: &random) {
+                held.insert(operation)
+                expected.insert(ObjectIdentifier(operation))
+            } else {
+                held.remove(operation)
+                expected.remove(ObjectIdentifier(operation))
+            }
+            guard held.count == expected.count else {
+                Issue.record("count \(held.count), expected \(expected.count)")
+                return
+            }
+        }
+        #expect(Set(held.all.map(ObjectIdentifier.init)) == expected)
+        operations.forEach { held.remove($0) }
+        #expect(held.isEmpty && held.all.isEmpty)
     }
 
     @Test func emptied_holdsNothing() {

@@ -55,9 +55,6 @@ private struct SchedulerModel {
     let operations: [Operation]
     var scheduler = QueueScheduler()
     var stages: [Stage]
-    /// `AsyncOperation.heldSlot` of each operation: state of the scheduler kept on the operation,
-    /// so the model carries it and puts it back before every event.
-    var heldSlots: [Int]
     /// When each operation became ready to go (dependencies finished), and when it went (let
     /// through, or handed off for one that needs nothing), in event counts.
     var readyAt: [Int?]
@@ -76,7 +73,6 @@ private struct SchedulerModel {
             return operation
         }
         stages = Array(repeating: .notAdded, count: needs.count)
-        heldSlots = Array(repeating: -1, count: needs.count)
         readyAt = Array(repeating: nil, count: needs.count)
         wentAt = Array(repeating: nil, count: needs.count)
         conditionsPassed = Array(repeating: false, count: needs.count)
@@ -198,14 +194,8 @@ private struct SchedulerModel {
         }
         return events.map { event in
             ExplorationEvent(event.name) { model in
-                for (index, operation) in model.operations.enumerated() {
-                    (operation as? AsyncOperation)?.heldSlot = model.heldSlots[index]
-                }
                 model.clock += 1
                 event.apply(&model)
-                for (index, operation) in model.operations.enumerated() {
-                    model.heldSlots[index] = (operation as? AsyncOperation)?.heldSlot ?? -1
-                }
             }
         }
     }
