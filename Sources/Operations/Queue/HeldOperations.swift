@@ -50,9 +50,10 @@ struct HeldOperations {
     // MARK: - The table
 
     private func home(of operation: AsyncOperation) -> Int {
-        let address = UInt(bitPattern: Int(bitPattern: ObjectIdentifier(operation)))
+        // In 64 bits on every platform (a 32-bit watch included): Fibonacci hashing's top bits.
+        let address = UInt64(UInt(bitPattern: Int(bitPattern: ObjectIdentifier(operation))))
         let mixed = (address >> 4) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: mixed >> UInt(64 - buckets.count.trailingZeroBitCount))
+        return Int(truncatingIfNeeded: mixed >> UInt64(64 - buckets.count.trailingZeroBitCount))
     }
 
     private func next(_ bucket: Int) -> Int {
