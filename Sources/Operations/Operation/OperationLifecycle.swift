@@ -86,7 +86,8 @@ struct OperationLifecycle {
         case ready(Placement, Standing, finishRequested: Bool)
         case executing(Placement, Standing)
         case finishing(Finishing)
-        case finished
+        /// Keeps its placement (if it had one), so that it still sorts in add order.
+        case finished(Placement?)
     }
 
     // The cases carry plain data only, so that reading the state copies no references. What
@@ -100,9 +101,9 @@ struct OperationLifecycle {
     private(set) weak var foreignQueue: OperationQueue?
     /// The mutually exclusive categories its conditions name, recorded when they are evaluated.
     private(set) var categories: [String] = []
-    /// What a condition evaluation collects beyond plain data: the failures so far, and which
-    /// conditions past the 64th are still awaited.
+    /// What a condition evaluation collects beyond plain data: the failures so far...
     private(set) var conditionFailures: [any Error] = []
+    /// ...and which conditions past the 64th are still awaited.
     private var laterAwaited: [Bool] = []
 
     // Data of every phase:
@@ -172,7 +173,8 @@ struct OperationLifecycle {
 
     var placement: Placement? {
         switch state {
-        case .initialized, .finished: nil
+        case .initialized: nil
+        case let .finished(placement): placement
         case let .enqueuing(placement), let .pending(placement),
              let .evaluatingConditions(placement, _, _, _), let .waitingForCategories(placement, _),
              let .ready(placement, _, _), let .executing(placement, _): placement
@@ -945,6 +947,8 @@ struct OperationLifecycle {
         var watchers: [Operation]
         var queue: AsyncOperationQueue?
         var errors: [any Error]
+        /// Failures of an evaluation the finish cut short (it was cancelled meanwhile).
+        var discardedFailures: [any Error]
     }
 
     mutating func completeFinish() -> Remains {
@@ -960,9 +964,12 @@ struct OperationLifecycle {
             conditions: conditions,
             watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
             queue: queue,
-            errors: errors
+            errors: errors,
+            discardedFailures: conditionFailures
         )
-        state = .finished
+        state = .finished(placement)
+        conditionFailures = []
+        laterAwaited = []
         queue = nil
         foreignQueue = nil
         dependencies = []
