@@ -198,10 +198,13 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
         case let .deliver(observers, errors, mayBeHeld):
             if mayBeHeld, isFinishHeldBack() { return }
+            let thread = PerThreadState.current
+            thread.finishing.append(ObjectIdentifier(self))
             for observer in observers {
                 observer.operationDidFinish(self, errors: errors)
             }
             completeFinish()
+            thread.finishing.removeLast()
         case let .releaseCategoriesEarly(categories):
             ExclusivityController.shared.release(categories)
         }

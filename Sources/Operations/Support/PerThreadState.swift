@@ -6,7 +6,8 @@ import Glibc
 import Musl
 #endif
 
-/// Per-thread scratch state for `Trampoline`, `DeferredRelease` and `ConditionKinds`.
+/// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`, the queue's
+/// forwarding and the finishes being delivered.
 final class PerThreadState {
     var isDraining = false
     var pending: [() -> Void] = []
@@ -19,6 +20,9 @@ final class PerThreadState {
     /// right now, so that its overrides pass them straight through if Foundation calls back into
     /// them (and only its own: another queue's adds still go through that queue's scheduler).
     var queueForwardingToFoundation: ObjectIdentifier?
+    /// The operations whose finish this thread is delivering right now (observers, progress,
+    /// release), innermost last: waiting for one of them here could never end.
+    var finishing: [ObjectIdentifier] = []
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

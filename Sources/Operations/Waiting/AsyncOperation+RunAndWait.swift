@@ -14,8 +14,10 @@ extension AsyncOperation {
     ///   `AsyncOperationError.waitTimedOut` if it has not finished `timeout` seconds after the call:
     ///   it is then cancelled with that error and may still be finishing. And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
-    ///   the main thread for an operation on the main queue, or inside an operation of `queue`
-    ///   when every concurrency slot of `queue` is held by an operation waiting like this.
+    ///   the main thread for an operation on the main queue, inside an operation of `queue`
+    ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
+    ///   the thread delivering this operation's own finish (in an observer's
+    ///   `operationDidFinish`, say).
     ///
     /// ```swift
     /// let sync = AsyncBlockOperation { finish in
@@ -46,6 +48,12 @@ extension AsyncOperation {
             (state.phase, state.isBeforeExecution, state.queue ?? state.foreignQueue)
         }
         if phase == .finished { return }
+        if phase == .finishing, PerThreadState.current.finishing.contains(ObjectIdentifier(self)) {
+            throw AsyncOperationError.waitWouldDeadlock(
+                operation: displayName,
+                reason: "this thread is delivering its finish (to an observer, or to its progress's observers), which completes only once the wait returns; its errors are final: read them instead"
+            )
+        }
         let isNew = phase == .initialized
         let target = isNew ? (queue ?? privateQueue()) : currentQueue
         let registration = try target.map {

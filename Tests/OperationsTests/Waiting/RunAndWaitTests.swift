@@ -226,6 +226,20 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
         #expect(innerRan.current == 0)
     }
 
+    @Test func inAnObserverOfItsOwnFinish_throwsAtOnce_andTheFinishCompletes() {
+        // Given an observer that waits for the operation whose finish it hears
+        let outcome = Recorder<String>()
+        let operation = AsyncBlockOperation {}
+        operation.addObserver(WaitingInDidFinish(outcome: outcome))
+
+        // When it runs
+        AsyncOperationQueue().addOperation(operation)
+
+        // Then the wait throws at once rather than blocking the finish it waits for
+        #expect(waitUntilFinished([operation]))
+        #expect(outcome.all == ["deadlock"])
+    }
+
     @Test func insideAnOperation_forItsOwnQueueWithAFreeSlot_waits() {
         let queue = AsyncOperationQueue()
         queue.maxConcurrentOperationCount = 2
@@ -299,5 +313,21 @@ private final class ForgetfulOperation: ResultOperation<Int>, @unchecked Sendabl
         _ = try operation!.runAndWait()
         operation = nil
         #expect(probe.isReleased())
+    }
+}
+
+/// Waits, in `operationDidFinish`, for the operation it observes.
+private struct WaitingInDidFinish: OperationObserver {
+    let outcome: Recorder<String>
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
+        do {
+            try operation.runAndWait(timeout: 2)
+            outcome.append("returned")
+        } catch let error as AsyncOperationError {
+            if case .waitWouldDeadlock = error { outcome.append("deadlock") } else { outcome.append("\(error)") }
+        } catch {
+            outcome.append("\(error)")
+        }
     }
 }
