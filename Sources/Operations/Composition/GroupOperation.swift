@@ -191,7 +191,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     override func releaseResources() {
-        completeProgress()
+        deliveringFinish { completeProgress() } // progress observers are user code
         let neverExecuted = children.withLock { $0.finished() }
         if neverExecuted {
             // Finished without executing (cancelled, or a condition failed): the children never

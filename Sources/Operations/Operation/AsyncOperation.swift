@@ -198,16 +198,29 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
         case let .deliver(observers, errors, mayBeHeld):
             if mayBeHeld, isFinishHeldBack() { return }
-            let thread = PerThreadState.current
-            thread.finishing.append(ObjectIdentifier(self))
-            for observer in observers {
-                observer.operationDidFinish(self, errors: errors)
+            guard !observers.isEmpty else {
+                completeFinish()
+                return
             }
-            completeFinish()
-            thread.finishing.removeLast()
+            deliveringFinish {
+                for observer in observers {
+                    observer.operationDidFinish(self, errors: errors)
+                }
+                completeFinish()
+            }
         case let .releaseCategoriesEarly(categories):
             ExclusivityController.shared.release(categories)
         }
+    }
+
+    /// Runs `body`, which hands this operation's finish to user code (observers, progress
+    /// observers), with the thread marked as delivering it: a wait for the operation from that
+    /// user code throws instead of blocking the finish it waits for.
+    func deliveringFinish(_ body: () -> Void) {
+        let thread = PerThreadState.current
+        thread.finishing.append(ObjectIdentifier(self))
+        body()
+        thread.finishing.removeLast()
     }
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
