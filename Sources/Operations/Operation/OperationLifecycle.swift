@@ -571,22 +571,11 @@ struct OperationLifecycle {
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
-        let failure: (any Error)? = if case let .failed(error) = result { error } else { nil }
-        return answer([index], failures: failure.map { [$0] } ?? [])
-    }
-
-    /// Takes the answers of the conditions at `indices` (those still awaited), with `failures`
-    /// for them, then settles the evaluation if nothing more is awaited.
-    private mutating func answer(_ indices: [Int], failures: [any Error]) -> ConditionAction {
-        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
-            return .none
+        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state,
+              markAnswered(index, in: &evaluation) else { return .none }
+        if case let .failed(error) = result {
+            conditionFailures.append(error)
         }
-        var answeredAny = false
-        for (position, index) in indices.enumerated() where markAnswered(index, in: &evaluation) {
-            answeredAny = true
-            if position < failures.count { conditionFailures.append(failures[position]) }
-        }
-        guard answeredAny || indices.isEmpty else { return .none }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
         return conditionsSettledAction()
     }
@@ -600,9 +589,14 @@ struct OperationLifecycle {
     /// Answers the conditions that are satisfied by construction without evaluating them;
     /// `.passed` if that settles all of them.
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
-        guard phase == .evaluatingConditions else { return .none }
-        let satisfied = conditions.indices.filter { ConditionKinds.isSatisfiedByConstruction(conditions[$0]) }
-        return answer(satisfied, failures: [])
+        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
+            return .none
+        }
+        for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
+            _ = markAnswered(index, in: &evaluation)
+        }
+        state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
+        return conditionsSettledAction()
     }
 
     /// Whether the condition at `index` has yet to answer.
@@ -619,9 +613,20 @@ struct OperationLifecycle {
             .map { ($0, conditions[$0]) }
     }
 
-    /// Fails the conditions at `indices`, which did not answer in time, with `errors`.
+    /// Fails the conditions that did not answer in time, each with its error; nothing if none
+    /// of them was still awaited (they answered meanwhile).
     mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
-        answer(failures.map(\.index), failures: failures.map(\.error))
+        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
+            return .none
+        }
+        var failedAny = false
+        for (index, error) in failures where markAnswered(index, in: &evaluation) {
+            conditionFailures.append(error)
+            failedAny = true
+        }
+        guard failedAny else { return .none }
+        state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
+        return conditionsSettledAction()
     }
 
     var unansweredConditionCount: Int {
