@@ -20,8 +20,8 @@ final class PerThreadState {
     /// right now, so that its overrides pass them straight through if Foundation calls back into
     /// them (and only its own: another queue's adds still go through that queue's scheduler).
     var queueForwardingToFoundation: ObjectIdentifier?
-    /// The operations whose finish this thread is delivering right now (observers, progress,
-    /// release), innermost last: waiting for one of them here could never end.
+    /// The operations whose finish this thread is delivering right now to user code (observers,
+    /// a group's progress observers), innermost last: waiting for one of them here could never end.
     var finishing: [ObjectIdentifier] = []
 
     private static let key: pthread_key_t = {
