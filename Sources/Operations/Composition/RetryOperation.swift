@@ -32,22 +32,12 @@ import Foundation
 /// once it has finished; `lastAttempt` is kept so that its result can be read.
 // @unchecked Sendable: `state` lives in a `Locked` value; the rest is `GroupOperation`'s.
 public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unchecked Sendable {
-    private struct State {
-        var makeAttempt: (@Sendable (_ attempt: Int) -> Attempt)?
-        var shouldRetry: (@Sendable (any Error) -> Bool)?
-        var attemptCount = 0
-        var lastAttempt: Attempt?
-        /// The wait before the next attempt, while it runs.
-        var backoffWait: DelayOperation?
-        /// The errors of the failed attempt the wait is for, reported if no attempt follows.
-        var errorsAwaitingRetry: [any Error] = []
-    }
 
     /// The most attempts made, the first one included.
     public let maxAttempts: Int
     /// How long to wait before each retry.
     public let backoff: BackoffPolicy
-    private let state: Locked<State>
+    private let state: Locked<RetryStateMachine<Attempt>>
 
     /// Creates an operation that makes up to `maxAttempts` attempts (at least one) with
     /// `makeAttempt`, waiting between them as `backoff` says.
@@ -68,7 +58,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     ) {
         self.maxAttempts = max(maxAttempts, 1)
         self.backoff = backoff
-        state = Locked.make(State(makeAttempt: makeAttempt, shouldRetry: shouldRetry))
+        state = Locked.make(RetryStateMachine(makeAttempt: makeAttempt, shouldRetry: shouldRetry))
         super.init()
     }
 
@@ -93,28 +83,13 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
 
     // MARK: - Book-keeping
 
-    private enum ChildRole {
-        case attempt
-        case backoffWait
-        /// An operation an attempt produced.
-        case other
-    }
-
     override func recordChildFinished(_ child: Operation, errors: [any Error]) {
-        let role = state.withLock { state -> ChildRole in
-            if child === state.lastAttempt { return .attempt }
-            if child === state.backoffWait { return .backoffWait }
-            return .other
-        }
-        switch role {
+        switch state.withLock({ $0.role(of: child) }) {
         case .attempt:
             let willRetry = retry(afterAttemptFailedWith: errors)
             super.recordChildFinished(child, errors: willRetry ? [] : errors)
         case .backoffWait:
-            let (pending, finishedWait) = state.withLock { state -> ([any Error], Operation?) in
-                defer { state.errorsAwaitingRetry = [] }
-                return (state.errorsAwaitingRetry, state.backoffWait.take())
-            }
+            let (pending, finishedWait) = state.withLock { $0.backoffFinished() }
             _ = finishedWait // released outside the lock
             if !startAttempt() {
                 super.recordChildFinished(child, errors: pending + errors)
@@ -140,10 +115,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         }
         let wait = DelayOperation(delay)
         wait.name = "RetryOperation backoff before attempt \(attemptCount + 1)"
-        state.withLock { state in
-            state.backoffWait = wait
-            state.errorsAwaitingRetry = errors
-        }
+        state.withLock { $0.backoffStarted(wait, after: errors) }
         addChildren([wait]) // cancelled at once if the retry operation was cancelled meanwhile
         return true
     }
@@ -156,28 +128,21 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     }
 
     private func makeNextAttempt() -> Attempt? {
-        let (makeAttempt, number) = state.withLock { state -> ((@Sendable (Int) -> Attempt)?, Int) in
-            guard let makeAttempt = state.makeAttempt else { return (nil, 0) }
-            state.attemptCount += 1
-            return (makeAttempt, state.attemptCount)
-        }
-        guard let makeAttempt else { return nil }
+        guard let (makeAttempt, number) = state.withLock({ $0.attemptDue() }) else { return nil }
         let attempt = makeAttempt(number)
         guard attempt.lifecycle.withLock({ $0.phase == .initialized }) else {
             // Operations cannot be restarted: stop, as composites do with a reused child.
-            state.withLock { $0.attemptCount -= 1 }
+            state.withLock { $0.attemptRejected() }
             cancel(with: AsyncOperationError.childReused(composite: displayName, child: attempt.displayName))
             return nil
         }
-        state.withLock { $0.lastAttempt = attempt }
+        state.withLock { $0.attemptMade(attempt) }
         return attempt
     }
 
     override func releaseResources() {
         super.releaseResources()
-        let released = state.withLock { state in
-            (state.makeAttempt.take(), state.shouldRetry.take(), state.backoffWait.take())
-        }
+        let released = state.withLock { $0.release() }
         _ = released // the closures' captures are released outside the lock
     }
 }
