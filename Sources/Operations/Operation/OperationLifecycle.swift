@@ -237,38 +237,6 @@ struct OperationLifecycle {
         return false
     }
 
-    /// Changes the placement, in whatever state carries one.
-    private mutating func updatePlacement(_ change: (inout Placement) -> Void) {
-        switch state {
-        case .initialized, .finished:
-            break
-        case var .enqueuing(placement):
-            change(&placement)
-            state = .enqueuing(placement)
-        case var .pending(placement):
-            change(&placement)
-            state = .pending(placement)
-        case .evaluatingConditions(var placement, let standing, let evaluation, let dispatched):
-            change(&placement)
-            state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
-        case .waitingForCategories(var placement, let standing):
-            change(&placement)
-            state = .waitingForCategories(placement, standing)
-        case .ready(var placement, let standing, let finishRequested):
-            change(&placement)
-            state = .ready(placement, standing, finishRequested: finishRequested)
-        case .executing(var placement, let standing):
-            change(&placement)
-            state = .executing(placement, standing)
-        case var .finishing(finishing):
-            if var placement = finishing.placement {
-                change(&placement)
-                finishing.placement = placement
-            }
-            state = .finishing(finishing)
-        }
-    }
-
     /// Changes the standing, in whatever state carries one.
     private mutating func updateStanding(_ change: (inout Standing) -> Void) {
         switch state {
@@ -554,8 +522,10 @@ struct OperationLifecycle {
     mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction? {
         guard dispatchConditions() else { return nil }
         if !newCategories.isEmpty {
-            updatePlacement { placement in
-                if placement.ticket == 0 { placement.ticket = Ticket.next() }
+            if case .evaluatingConditions(var placement, let standing, let evaluation, let dispatched) = state,
+               placement.ticket == 0 {
+                placement.ticket = Ticket.next() // started by hand: it takes its place in line now
+                state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
             }
             categories = newCategories
         }
@@ -658,22 +628,12 @@ struct OperationLifecycle {
     }
 
     mutating func categoriesGranted() -> GrantAction {
-        switch state {
-        case .finished:
-            return .releaseAtOnce
-        case .waitingForCategories:
-            updateStanding { standing in
-                standing.inLine = false
-                standing.holds = true
-            }
-            return clearedToRun()
-        default:
-            updateStanding { standing in
-                standing.inLine = false
-                standing.holds = true
-            }
-            return .none
+        if case .finished = state { return .releaseAtOnce }
+        updateStanding { standing in
+            standing.inLine = false
+            standing.holds = true
         }
+        return clearedToRun() // .none unless it was waiting for them
     }
 
     /// Conditions passed with no categories to acquire.
