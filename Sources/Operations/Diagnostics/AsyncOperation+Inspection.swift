@@ -13,7 +13,7 @@ extension AsyncOperation {
     /// ```
     public final func snapshot() -> OperationSnapshot {
         let facts = lifecycle.withLock { $0.inspection }
-        let lineReason = facts.queue?.reasonForWaitingInLine(self)
+        let lineReason = facts.queue?.reasonForWaitingInLine(self, ticket: facts.linePlace.ticket)
         var state = Self.state(of: facts.phase)
         var reasons: [OperationSnapshot.Reason] = []
         if let lineReason {

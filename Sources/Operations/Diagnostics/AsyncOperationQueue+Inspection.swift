@@ -15,20 +15,29 @@ extension AsyncOperationQueue {
         return QueueSnapshot(name: name, isSuspended: isSuspended, maxConcurrentOperationCount: maxConcurrentOperationCount, operations: operations)
     }
 
-    /// Why `operation` waits in the scheduler's line, if it does.
-    func reasonForWaitingInLine(_ operation: Operation) -> OperationSnapshot.Reason? {
-        let (inLine, group) = state.withLock { ($0.scheduler.waitsInLine(operation), $0.settings.group) }
-        guard let suspended = inLine else { return nil }
-        if suspended, let group, !group.isExecuting, !group.isFinished {
-            return .groupToStart(group.displayName) // a group's queue is suspended until it executes
+    /// Why `operation` (added with `ticket`) waits in one of the scheduler's lines, if it does.
+    func reasonForWaitingInLine(_ operation: Operation, ticket: UInt64?) -> OperationSnapshot.Reason? {
+        guard let ticket, ticket != 0 else { return nil }
+        let (reason, group) = state.withLock { ($0.scheduler.waitsInLine(ticket: ticket), $0.settings.group) }
+        switch reason {
+        case nil:
+            return nil
+        case .suspended?:
+            if let group, !group.isExecuting, !group.isFinished {
+                return .groupToStart(group.displayName) // a group's queue is suspended until it executes
+            }
+            return .suspendedQueue(name)
+        case .turn?:
+            return .turnOnSerialQueue(name)
+        case .slot?:
+            return .freeSlot(onQueue: name)
         }
-        return suspended ? .suspendedQueue(name) : .turnOnSerialQueue(name)
     }
 
     func snapshot(ofPlain operation: Operation) -> OperationSnapshot {
         var state: OperationSnapshot.State
         var reasons: [OperationSnapshot.Reason] = []
-        if let lineReason = reasonForWaitingInLine(operation) {
+        if let lineReason = reasonForWaitingInLine(operation, ticket: PlainOperationRegistry.ticket(of: operation)) {
             state = .waitingInLine
             reasons.append(lineReason)
         } else if operation.isFinished {

@@ -50,6 +50,9 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
         case suspendedQueue(String?)
         /// Its queue (by name) is serial and lets an operation added earlier go first.
         case turnOnSerialQueue(String?)
+        /// It needs mutually exclusive categories, and every slot of its queue (by name) is
+        /// taken: it asks for them once it could start (it holds none meanwhile).
+        case freeSlot(onQueue: String?)
         /// It is a child of a group (by name) that has not started executing.
         case groupToStart(String)
 
@@ -69,6 +72,8 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
                 return "its queue\(name.map { " '\($0)'" } ?? "") to resume (suspended)"
             case let .turnOnSerialQueue(name):
                 return "its turn on serial queue\(name.map { " '\($0)'" } ?? "")"
+            case let .freeSlot(name):
+                return "a free slot on its queue\(name.map { " '\($0)'" } ?? "") (every slot is taken)"
             case let .groupToStart(name):
                 return "its group '\(name)' to start"
             }

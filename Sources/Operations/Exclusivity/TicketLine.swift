@@ -1,4 +1,5 @@
-/// A line of waiters kept in `LinePlace` order, cheap to pop from the front.
+/// A line of waiters kept in `LinePlace` order, cheap to pop from the front: the engine's one
+/// ordered line, for the categories' lines and the queues' lines alike.
 ///
 /// Waiters almost always arrive in order, so insertion is usually an append; an operation whose
 /// conditions took longer is slotted in by binary search. Popping hands the waiter back and
@@ -29,6 +30,11 @@ struct TicketLine<Element> {
     }
 
     var firstPosition: Int { head }
+
+    /// The waiters, in order.
+    var elements: [Element] {
+        storage[head...].compactMap(\.element)
+    }
 
     /// How many waiters stand ahead of the one at `place`; `nil` if it is not in line.
     func countAhead(of place: LinePlace) -> Int? {

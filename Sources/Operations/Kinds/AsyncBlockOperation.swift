@@ -28,8 +28,22 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
         case continuation(@Sendable (_ finish: @escaping Continuation) -> Void)
     }
 
+    /// Where the block is in its one call, so that a cancel and the call never cross: a block
+    /// never starts once its operation has finished.
+    private enum Invocation: Equatable {
+        case notStarted
+        /// A cancel came first: the block is never called.
+        case skipped
+        /// The block is being called; `finishRequested`: a cancel came meanwhile, and the
+        /// operation finishes as soon as the call returns.
+        case invoking(finishRequested: Bool)
+        /// The block was called (a continuation block may still be working).
+        case invoked
+    }
+
     private struct BlockState {
         var body: Body?
+        var invocation = Invocation.notStarted
         var pendingContinuation: ContinuationGate?
     }
 
@@ -51,11 +65,11 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
 
     /// Runs the block. Subclasses rarely override this.
     open override func execute() {
-        if isCancelled {
-            finish()
-            return
+        let body = isCancelled ? nil : block.withLock { state -> Body? in
+            guard state.invocation == .notStarted else { return nil } // a cancel came first
+            state.invocation = .invoking(finishRequested: false)
+            return state.body
         }
-        let body = block.withLock { $0.body }
         switch body {
         case nil:
             finish()
@@ -69,19 +83,36 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
         case let .continuation(work)?:
             let gate = ContinuationGate(operation: self)
             block.withLock { $0.pendingContinuation = gate }
-            // Checked again now that the continuation is pending: a cancel that landed after the
-            // first check saw no continuation to cut short, and must not be lost.
-            if isCancelled {
-                finish()
-                return
-            }
             work { error in gate.resume(error) }
+            let cancelledMeanwhile = block.withLock { state -> Bool in
+                defer { state.invocation = .invoked }
+                return state.invocation == .invoking(finishRequested: true)
+            }
+            if cancelledMeanwhile {
+                finish()
+            }
         }
     }
 
+    /// A cancel while executing: before the block is called, it never is; while it is being
+    /// called, the operation finishes once the call returns; after, a continuation still pending
+    /// is cut short at once.
     override func cancellationDuringExecution() {
-        let pending = block.withLock { $0.pendingContinuation }
-        if pending != nil {
+        let finishesNow = block.withLock { state -> Bool in
+            switch state.invocation {
+            case .notStarted:
+                state.invocation = .skipped
+                return true
+            case .invoking:
+                state.invocation = .invoking(finishRequested: true)
+                return false
+            case .invoked:
+                return state.pendingContinuation != nil
+            case .skipped:
+                return false
+            }
+        }
+        if finishesNow {
             finish()
         }
     }

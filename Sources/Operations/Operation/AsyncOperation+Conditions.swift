@@ -63,23 +63,26 @@ extension AsyncOperation {
             }
             acquire([])
         case let .evaluateConditions(conditions, queue, ticket):
+            let categories = Self.categories(of: conditions)
             var group: GroupOperation?
             if let queue {
-                let (mayProceed, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket)
-                // A suspended queue evaluates nothing, and a serial one one operation at a time:
-                // continueTowardsExecution() picks up when its turn comes.
+                // A suspended queue evaluates nothing, a serial one one operation at a time, and
+                // an operation that needs categories waits for a free slot before it asks for
+                // them: continueTowardsExecution() picks up when it may go on.
+                let (mayProceed, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
                 if !mayProceed {
                     logWaiting()
                     return
                 }
                 group = enclosingGroup
             }
-            evaluate(conditions, in: group)
+            evaluate(conditions, categories: categories, in: group, queueJustChecked: true)
         }
     }
 
-    private func evaluate(_ conditions: [any OperationCondition], in group: GroupOperation?) {
-        let categories = Self.categories(of: conditions)
+    /// Evaluates the conditions. `queueJustChecked`: the queue let it through a moment ago (it
+    /// runs, and has a slot for an operation that needs categories).
+    private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, queueJustChecked: Bool) {
         if let category = group?.heldCategory(among: categories) {
             OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
@@ -88,9 +91,9 @@ extension AsyncOperation {
         let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories) }
         guard let dispatch else { return }
         if case let .passed(categories) = dispatch {
-            // Nothing left to evaluate; evaluation only began after a look at the suspension.
+            // Nothing left to evaluate.
             logIfLogging(.conditionsAnswered(failures: 0))
-            acquire(categories, suspensionJustChecked: true)
+            acquire(categories, queueJustChecked: queueJustChecked)
             return
         }
         guard case .none = dispatch else {
@@ -103,7 +106,12 @@ extension AsyncOperation {
                 answer.deliver(result)
             }
         }
-        let (unanswered, queue) = lifecycle.withLock { ($0.unansweredConditionCount, $0.queue) }
+        // Handing the conditions out counted as a notification in flight: a finish that came
+        // meanwhile (a cancel) waited for it, so no condition is evaluated after the finish.
+        let (unanswered, queue, heldBack) = lifecycle.withLock { state in
+            (state.unansweredConditionCount, state.queue, state.notificationDelivered())
+        }
+        perform(heldBack)
         guard unanswered > 0 else { return }
         logWaiting()
         if !categories.isEmpty {
@@ -190,19 +198,20 @@ extension AsyncOperation {
         lifecycle.withLock { $0.reserveLineWhileEvaluating() }
     }
 
-    /// Asks for the categories once the conditions passed. `suspensionJustChecked`: the caller
-    /// looked at the queue's suspension a moment ago (conditions that all answered at once).
-    private func acquire(_ categories: [String], suspensionJustChecked: Bool = false) {
+    /// Asks for the categories once the conditions passed: only while its queue runs and has a
+    /// free slot (otherwise it parks, holding no category, until it may ask). `queueJustChecked`:
+    /// the queue let it through a moment ago (conditions that all answered at once).
+    private func acquire(_ categories: [String], queueJustChecked: Bool = false) {
         guard !categories.isEmpty else {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
         }
         let queue = lifecycle.withLock { $0.queue }
-        if !suspensionJustChecked, let queue, queue.isSuspendedForScheduling {
-            // A suspended queue takes no category: leave the line rather than hold it up, and
-            // come back (with the same ticket, so the same place) when the queue resumes.
+        if !queueJustChecked, let queue, !queue.mayTakeCategories {
+            // Leave the line rather than hold it up, and come back (with the same ticket, so the
+            // same place) when the queue resumes or a slot frees up.
             leaveCategoryLines()
-            if queue.parkIfSuspended(self, ticket: lifecycle.withLock { $0.ticket }) {
+            if queue.parkUnlessFreeToTakeCategories(self, ticket: lifecycle.withLock { $0.ticket }) {
                 logWaiting()
                 return
             }
@@ -240,22 +249,22 @@ extension AsyncOperation {
         parkUntilResumed(on: queue, ticket: ticket)
     }
 
-    /// Parks on `queue` until it resumes, or goes on at once if it resumed meanwhile.
+    /// Parks on `queue` until it resumes or has a free slot, or goes on at once if it may.
     private func parkUntilResumed(on queue: AsyncOperationQueue, ticket: UInt64) {
-        if !queue.parkIfSuspended(self, ticket: ticket) {
+        if !queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) {
             continueTowardsExecution()
         }
     }
 
-    /// Granted its categories while its queue is suspended: it gives them back (a suspended
-    /// queue takes no category) and asks again when the queue resumes.
-    func giveBackCategoriesWhileSuspended() {
+    /// Granted its categories while its queue is suspended, or just as its queue's last slot was
+    /// taken: it gives them back (to whoever can run) and asks again when it may.
+    func giveBackCategories() {
         let (returned, queue, ticket) = lifecycle.withLock { state in
             (state.returnCategoriesWhileSuspended(), state.queue, state.ticket)
         }
         guard let returned else {
             // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
-            queue?.handOff(self, holdsCategories: false)
+            queue?.handOff(self, ticket: ticket, holdsCategories: false)
             return
         }
         ExclusivityController.shared.release(returned)
@@ -271,7 +280,8 @@ extension AsyncOperation {
         case .none:
             break
         case let .evaluateConditions(conditions):
-            evaluate(conditions, in: lifecycle.withLock { $0.queue }?.group)
+            let group = lifecycle.withLock { $0.queue }?.group
+            evaluate(conditions, categories: Self.categories(of: conditions), in: group, queueJustChecked: false)
         case let .acquireCategories(categories):
             acquire(categories)
         }
@@ -288,8 +298,8 @@ extension AsyncOperation {
         switch action {
         case .none:
             break
-        case let .handOff(holdsCategories):
-            lifecycle.withLock { $0.queue }?.handOff(self, holdsCategories: holdsCategories)
+        case let .handOff(queue, ticket, holdsCategories):
+            queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
         case let .startExecuting(observers):
             beginExecution(observers: observers)
         case .releaseAtOnce:

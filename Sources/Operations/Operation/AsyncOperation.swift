@@ -141,7 +141,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 finish(with: AsyncOperationError.startedBeforeDependenciesFinished(operation: displayName))
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
-                lifecycle.withLock { $0.startedOn(callerQueue) }
+                let ticket = Ticket.next()
+                lifecycle.withLock { $0.startedOn(callerQueue, ticket: ticket) }
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .reportOutOfTurn(message):
                 OperationDiagnostics.report(.startedOutOfTurn, self, message)
@@ -257,7 +258,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if !remains.categoriesToRelease.isEmpty {
             exclusivity.release(remains.categoriesToRelease)
         }
-        remains.queue?.operationDidFinish(self, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
+        remains.queue?.operationDidFinish(self, ticket: remains.linePlace.ticket, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
         #if canImport(Darwin)
         didChangeValue(forKey: ObservedKey.isExecuting) // pairs the will above, executed or not
         #endif

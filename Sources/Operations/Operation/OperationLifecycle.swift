@@ -512,24 +512,31 @@ struct OperationLifecycle {
         return observers
     }
 
-    /// Started by a plain queue (or by hand): remembers that queue, for produced operations.
-    mutating func startedOn(_ queue: OperationQueue?) {
+    /// Started by a plain queue (or by hand): remembers that queue, for produced operations, and
+    /// takes its place in the order of adds (`ticket`, taken by the caller outside the lock).
+    mutating func startedOn(_ queue: OperationQueue?, ticket: UInt64) {
         foreignQueue = queue
+        if case .enqueuing(var placement) = state, placement.ticket == 0 {
+            placement.ticket = ticket
+            state = .enqueuing(placement)
+        }
     }
 
-    /// Conditions are about to be evaluated: records their categories, with a ticket if none was
-    /// given (started by hand), and marks them handed out. `nil` if they already were.
+    /// Conditions are about to be evaluated: records their categories and marks them handed out.
+    /// `nil` if they already were. When some
+    /// are left to evaluate (`.none`), handing them out counts as a notification in flight: a
+    /// finish meanwhile (a cancel) waits for `notificationDelivered()`, so that no condition is
+    /// evaluated after its operation finished.
     mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction? {
         guard dispatchConditions() else { return nil }
         if !newCategories.isEmpty {
-            if case .evaluatingConditions(var placement, let standing, let evaluation, let dispatched) = state,
-               placement.ticket == 0 {
-                placement.ticket = Ticket.next() // started by hand: it takes its place in line now
-                state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
-            }
             categories = newCategories
         }
-        return answerConditionsSatisfiedByConstruction()
+        let action = answerConditionsSatisfiedByConstruction()
+        if case .none = action {
+            notificationsInFlight += 1
+        }
+        return action
     }
 
     // MARK: - Conditions
@@ -618,9 +625,9 @@ struct OperationLifecycle {
     // MARK: - Mutual exclusion
 
     enum GrantAction {
-        /// Give it to the queue, which hands it to Foundation (or, suspended, has it give its
-        /// categories back first).
-        case handOff(holdsCategories: Bool)
+        /// Give it to the queue, which hands it to Foundation (or, suspended or out of slots, has
+        /// it give its categories back first).
+        case handOff(queue: AsyncOperationQueue?, ticket: UInt64, holdsCategories: Bool)
         case startExecuting(observers: [any OperationObserver])
         /// The operation already finished; give the categories straight back.
         case releaseAtOnce
@@ -652,7 +659,7 @@ struct OperationLifecycle {
         }
         placement.wasHandedOff = true
         state = .ready(placement, standing, finishRequested: false)
-        return .handOff(holdsCategories: standing.holds && !categories.isEmpty)
+        return .handOff(queue: queue, ticket: placement.ticket, holdsCategories: standing.holds && !categories.isEmpty)
     }
 
     /// Cleared to run while its queue is suspended: gives its categories back and waits for them

@@ -124,9 +124,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return
         }
         let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0)
-        var batch: [Operation] = []
+        var batch = Batch()
         accept(operation, into: &batch, context)
-        giveToFoundation(batch)
+        give(batch)
         endAdding(context, of: [operation])
     }
 
@@ -137,12 +137,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return
         }
         let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) })
-        var batch: [Operation] = []
-        batch.reserveCapacity(operations.count)
+        var batch = Batch()
+        batch.operations.reserveCapacity(operations.count)
         for operation in operations {
             accept(operation, into: &batch, context)
         }
-        giveToFoundation(batch)
+        give(batch)
         endAdding(context, of: operations)
         if wait {
             Self.waitUntilFinished(operations)
@@ -218,9 +218,24 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
+    /// What one add hands to Foundation at its end: operations that can run at once (a concurrent
+    /// queue), and whether this add delivers the serial queue's outbox.
+    struct Batch {
+        var operations: [Operation] = []
+        var deliversOutbox = false
+    }
+
+    /// Hands an add's batch to Foundation, then the outbox if this add delivers it.
+    private func give(_ batch: Batch) {
+        giveToFoundation(batch.operations)
+        if batch.deliversOutbox {
+            deliverOutbox()
+        }
+    }
+
     /// Admits one operation: an `AsyncOperation` into the scheduler (or `batch`, when it can run
     /// at once), anything else into `batch` for Foundation.
-    private func accept(_ operation: Operation, into batch: inout [Operation], _ context: AddContext) {
+    private func accept(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
         context.delegate?.operationQueue(self, willAdd: operation)
         if let barrier = context.barrier, !(operation is QueueBarrier) {
             operation.addDependency(barrier) // a barrier orders itself after the one before it
@@ -244,13 +259,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    private func admit(_ operation: AsyncOperation, batch: inout [Operation], _ context: AddContext) {
+    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
         let ticket = Ticket.next()
         let lineRoot = context.group?.lifecycle.withLock { $0.linePlace.root } ?? 0
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
-            wakeIdleWaiters(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
+            perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
             context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
@@ -258,20 +273,31 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case let .runPipeline(conditions):
             context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
-            giveToFoundation(batch) // keep Foundation's order the order of adding
-            batch.removeAll(keepingCapacity: true)
-            state.withLock { $0.scheduler.admitHeld(operation) }
+            giveToFoundation(batch.operations) // keep Foundation's order the order of adding
+            batch.operations.removeAll(keepingCapacity: true)
+            perform(state.withLock { $0.scheduler.admitHeld(operation) })
             operation.runPipeline(conditions, addingDependenciesTo: self)
         }
     }
 
     /// An operation that needs nothing more goes to Foundation with `batch`, unless the queue is
-    /// suspended, or serial with earlier operations still on their way: then it waits in line.
-    private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout [Operation], _ context: AddContext) {
-        if context.mayWaitInLine, !state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+    /// suspended, or serial with earlier operations still on their way: then it waits in line. On
+    /// a serial queue it goes through the outbox, so that it never overtakes an operation let
+    /// through a moment earlier by another thread.
+    private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
+        guard context.mayWaitInLine else {
+            batch.operations.append(operation)
             return
         }
-        batch.append(operation)
+        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+        case .handOff:
+            batch.operations.append(operation)
+        case var .kept(letThrough):
+            // The outbox is delivered once the add ends, with the rest of its batch.
+            batch.deliversOutbox = batch.deliversOutbox || letThrough.deliversOutbox
+            letThrough.deliversOutbox = false
+            perform(letThrough)
+        }
     }
 
     /// Blocks until every one of `operations` has finished: an `AsyncOperation` through the
@@ -293,33 +319,35 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// An operation's dependencies finished: whether it may go on to its conditions (or
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
-    /// its turn comes. Also returns the group this queue belongs to, read under the same lock.
-    func requestTurn(for operation: AsyncOperation, ticket: UInt64) -> (mayProceed: Bool, group: GroupOperation?) {
+    /// its turn comes (or, with `needsSlot`, a slot frees up). Also returns the group this queue
+    /// belongs to, read under the same lock.
+    func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> (mayProceed: Bool, group: GroupOperation?) {
         state.withLock { state in
-            (state.scheduler.requestTurn(for: operation, ticket: ticket), state.settings.group)
+            (state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot), state.settings.group)
         }
     }
 
-    /// Whether the queue is suspended right now (it may change the next moment: park with
-    /// `parkIfSuspended(_:ticket:)`, which decides under the lock).
-    var isSuspendedForScheduling: Bool {
-        state.withLock { $0.scheduler.isSuspended }
+    /// Whether an operation may ask for its categories right now: the queue runs and has a free
+    /// slot. (It may change the next moment: park with `parkUnlessFreeToTakeCategories`, which
+    /// decides under the lock.)
+    var mayTakeCategories: Bool {
+        state.withLock { $0.scheduler.mayTakeCategories }
     }
 
-    /// Parks `operation` if the queue is suspended; `continueTowardsExecution()` is called when
-    /// it resumes. `false` if the queue is running.
-    func parkIfSuspended(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
-        state.withLock { $0.scheduler.parkIfSuspended(operation, ticket: ticket) }
+    /// Parks `operation` if the queue is suspended or has no free slot;
+    /// `continueTowardsExecution()` is called when it may go on. `false` if it may go on now.
+    func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
+        state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket) }
     }
 
-    /// Gives an operation that is cleared to run to Foundation's queue, unless the queue is
-    /// suspended and it holds categories (then it gives them back and waits for the resume).
-    func handOff(_ operation: AsyncOperation, holdsCategories: Bool) {
-        switch state.withLock({ $0.scheduler.clearedToRun(operation, holdsCategories: holdsCategories) }) {
+    /// Gives an operation that is cleared to run to Foundation's queue, unless it holds categories
+    /// and the queue is suspended or out of slots (then it gives them back and waits).
+    func handOff(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) {
+        switch state.withLock({ $0.scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: holdsCategories) }) {
         case let .handOff(letThrough):
             perform(letThrough)
         case .giveBackCategories:
-            operation.giveBackCategoriesWhileSuspended()
+            operation.giveBackCategories()
         }
     }
 
@@ -328,8 +356,28 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             giveToFoundation(letThrough.handOff)
             state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }
         }
+        if letThrough.deliversOutbox {
+            deliverOutbox()
+        }
         for operation in letThrough.proceed {
             operation.continueTowardsExecution()
+        }
+    }
+
+    private func perform(_ departure: QueueScheduler.Departure) {
+        perform(departure.letThrough)
+        for waiter in departure.idleWaiters {
+            waiter.signal()
+        }
+    }
+
+    /// Gives the serial queue's outbox to Foundation, in order, until it is empty: this thread is
+    /// its one deliverer meanwhile.
+    private func deliverOutbox() {
+        var next = state.withLock { $0.scheduler.takeOutbox(given: []) }
+        while !next.isEmpty {
+            giveToFoundation(next)
+            next = state.withLock { $0.scheduler.takeOutbox(given: next) }
         }
     }
 
@@ -356,9 +404,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         delegate?.operationQueue(self, didStart: operation)
     }
 
-    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error], wasHandedOff: Bool) {
+    func operationDidFinish(_ operation: AsyncOperation, ticket: UInt64, errors: [any Error], wasHandedOff: Bool) {
         let (delegate, group, letThrough) = state.withLock { state in
-            let letThrough = wasHandedOff ? QueueScheduler.LetThrough() : state.scheduler.finishedBeforeHandOff(operation)
+            let letThrough = wasHandedOff ? QueueScheduler.LetThrough() : state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
             return (state.settings.delegate, state.settings.group, letThrough)
         }
         perform(letThrough)
@@ -369,13 +417,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Called last when an operation finished, once Foundation has let go of it too: wakes
     /// `waitUntilAllOperationsAreFinished()` when nothing is left.
     func operationDidLeave() {
-        wakeIdleWaiters(state.withLock { $0.scheduler.operationLeft() })
-    }
-
-    private func wakeIdleWaiters(_ waiters: [DispatchSemaphore]) {
-        for waiter in waiters {
-            waiter.signal()
-        }
+        perform(state.withLock { $0.scheduler.operationLeft() })
     }
 
     // MARK: - Foundation's API, counting held operations
@@ -412,7 +454,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         get { super.maxConcurrentOperationCount }
         set {
             super.maxConcurrentOperationCount = newValue
-            perform(state.withLock { $0.scheduler.setSerial(newValue == 1) })
+            perform(state.withLock { $0.scheduler.setWidth(newValue) })
         }
     }
 

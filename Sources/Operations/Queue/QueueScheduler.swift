@@ -15,6 +15,14 @@ import Foundation
 /// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
 ///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
 ///   order, once the queue resumes.
+/// - An operation that needs mutually exclusive categories asks for them only when the queue has
+///   a free **slot** (fewer of its operations with Foundation than `maxConcurrentOperationCount`):
+///   otherwise it waits in the *slot line*, holding no category, and goes on, in add order, as
+///   slots free up. So a category is never held by an operation that cannot start, while the
+///   operation that could use it (say, the child of a group holding the queue's only slot) waits.
+/// - On a serial queue, every hand-off to Foundation passes through one *outbox*, delivered by one
+///   thread at a time in the order the scheduler decided, so threads that let operations through
+///   at the same moment (an add, a resume, a grant) never overtake each other at Foundation.
 /// - A **barrier** waits for everything added before it, including adds that were in progress
 ///   on other threads when it was placed (an *admission* in flight), through a *gate*.
 struct QueueScheduler {
@@ -43,8 +51,20 @@ struct QueueScheduler {
     /// let go on, after unlocking.
     struct LetThrough {
         var handOff: [Operation] = []
+        /// Hand-offs went to the outbox, and the caller is its one deliverer: it delivers the
+        /// outbox (`takeOutbox(given:)`) until it is empty.
+        var deliversOutbox = false
         var proceed: [AsyncOperation] = []
+    }
 
+    /// Why an operation waits in one of the scheduler's lines.
+    enum LineReason: Equatable {
+        /// The queue is suspended.
+        case suspended
+        /// The queue is serial and an operation added earlier goes first.
+        case turn
+        /// Every slot of the queue is taken, and it needs categories (see the slot line).
+        case slot
     }
 
     /// A barrier placed while adds begun before it were still in flight, and the gate that keeps
@@ -56,16 +76,27 @@ struct QueueScheduler {
     }
 
     private(set) var isSuspended = false
-    private(set) var isSerial = false
+    /// `maxConcurrentOperationCount`; negative for Foundation's default (no limit).
+    private(set) var width = OperationQueue.defaultMaxConcurrentOperationCount
+    var isSerial: Bool { width == 1 }
     /// `AsyncOperation`s admitted and not yet given to Foundation.
     private(set) var held = HeldOperations()
     /// Operations waiting for their turn or for the queue to resume, by ticket.
     private(set) var line = WaitingLine()
+    /// Operations that need categories, waiting for a free slot, by ticket.
+    private(set) var slotLine = WaitingLine()
+    /// A serial queue's hand-offs not yet given to Foundation, in order, and whether a thread is
+    /// delivering them.
+    private(set) var outbox: [Operation] = []
+    private(set) var isDeliveringOutbox = false
 
     /// The operations waiting in line, in the order they will be let through.
     var waiting: [Waiter] { line.waiters }
-    /// On a serial queue: the operation between being let through and its hand-off.
-    private(set) var turn: ObjectIdentifier?
+    /// Operations let through and not yet handed off (evaluating conditions, waiting for
+    /// categories or a slot), by ticket: on a serial queue, the one whose *turn* it is. Kept on
+    /// every queue, so that a queue made serial while several are under way lets nothing else
+    /// go before all of them have been handed off.
+    private(set) var inProgress: Set<UInt64> = []
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
     /// Threads in `waitUntilAllOperationsAreFinished()`, woken when `unfinished` drops to 0.
@@ -123,22 +154,43 @@ struct QueueScheduler {
         return opened.map(\.gate)
     }
 
-    /// Admits an operation that needs nothing more (a plain operation, or an `AsyncOperation`
-    /// without dependencies or conditions): `true` to hand it to Foundation now, `false` if it
-    /// waits in line: for the queue to resume (so that a queue made serial meanwhile still
-    /// starts everything in add order), or for its turn on a serial queue.
-    mutating func admitReady(_ operation: Operation, ticket: UInt64) -> Bool {
-        guard isSuspended || isSerial && (turn != nil || !line.isEmpty) else { return true }
-        if let operation = operation as? AsyncOperation {
-            held.insert(operation)
-        }
-        insert(.handOff(operation, ticket: ticket))
-        return false
+    /// What to do with an operation that needs nothing more.
+    enum AdmitAction {
+        /// Give it to Foundation with the add's batch.
+        case handOff
+        /// The scheduler keeps it (in line, or in the outbox); do what `letThrough` says: deliver
+        /// the outbox, let operations waiting for a slot go on (it no longer counts as on its way
+        /// to Foundation).
+        case kept(LetThrough)
     }
 
-    /// Admits an `AsyncOperation` that waits for dependencies or conditions first.
-    mutating func admitHeld(_ operation: AsyncOperation) {
+    /// Admits an operation that needs nothing more (a plain operation, or an `AsyncOperation`
+    /// without dependencies or conditions): to Foundation now, or in line: for the queue to resume
+    /// (so that a queue made serial meanwhile still starts everything in add order), or for its
+    /// turn on a serial queue.
+    mutating func admitReady(_ operation: Operation, ticket: UInt64) -> AdmitAction {
+        let waits = isSuspended || isSerial && (!inProgress.isEmpty || !line.isEmpty)
+        guard waits || usesOutbox else { return .handOff }
+        if let operation = operation as? AsyncOperation {
+            held.insert(operation) // until it is delivered
+        }
+        var letThrough = LetThrough()
+        if waits {
+            insert(.handOff(operation, ticket: ticket))
+        } else {
+            send(operation, into: &letThrough)
+        }
+        drainSlotLine(into: &letThrough)
+        return .kept(letThrough)
+    }
+
+    /// Admits an `AsyncOperation` that waits for dependencies or conditions first. It no longer
+    /// counts as on its way to Foundation, so a slot may have come free for a waiter.
+    mutating func admitHeld(_ operation: AsyncOperation) -> LetThrough {
         held.insert(operation)
+        var letThrough = LetThrough()
+        drainSlotLine(into: &letThrough)
+        return letThrough
     }
 
     /// Operations were given to Foundation: they are no longer held. (They stay held until
@@ -159,74 +211,139 @@ struct QueueScheduler {
         return all
     }
 
+    // MARK: - Slots
+
+    /// Whether an operation about to ask for its categories could take a slot now: fewer of the
+    /// queue's `AsyncOperation`s are with Foundation (or on their way to it) than its width.
+    /// Operations being added right now count as on their way until they are held, so the answer
+    /// errs on the side of waiting, and each of those events lets the slot line through again.
+    var hasFreeSlot: Bool {
+        width < 0 || unfinished - held.count < width
+    }
+
+    /// Whether an operation may ask for its categories now: the queue runs and has a free slot.
+    var mayTakeCategories: Bool {
+        !isSuspended && hasFreeSlot
+    }
+
     // MARK: - The way to execution
 
     /// An operation's dependencies finished: `true` if it may go on now (to its conditions, or its
-    /// categories); otherwise it waits in line and is let through later.
-    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64) -> Bool {
+    /// categories); otherwise it waits in line and is let through later. `needsSlot`: it needs
+    /// categories, and its conditions answer at once, so it would ask for them right away: then
+    /// it also waits for a free slot.
+    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Bool {
         if isSuspended {
             insert(.proceed(operation, ticket: ticket))
             return false
         }
-        guard isSerial else { return true }
-        let id = ObjectIdentifier(operation)
-        if turn == id { return true }
-        if turn == nil && line.isEmpty {
-            turn = id
-            return true
+        if !inProgress.contains(ticket) {
+            guard !isSerial || inProgress.isEmpty && line.isEmpty else {
+                insert(.proceed(operation, ticket: ticket))
+                return false
+            }
+            inProgress.insert(ticket)
         }
-        insert(.proceed(operation, ticket: ticket))
+        guard needsSlot, !hasFreeSlot else { return true }
+        slotLine.insert(.proceed(operation, ticket: ticket)) // still under way: keeps its turn
         return false
     }
 
-    /// Parks an operation about to ask for its categories if the queue is suspended: `true` if it
-    /// was parked (it is let through when the queue resumes).
-    mutating func parkIfSuspended(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
-        guard isSuspended else { return false }
-        insert(.proceed(operation, ticket: ticket))
+    /// Parks an operation about to ask for its categories if the queue is suspended (until it
+    /// resumes) or has no free slot (until one frees up): `true` if it was parked.
+    mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
+        if isSuspended {
+            insert(.proceed(operation, ticket: ticket))
+            return true
+        }
+        guard !hasFreeSlot else { return false }
+        slotLine.insert(.proceed(operation, ticket: ticket))
         return true
     }
 
     enum HandOffAction {
         /// Give these to Foundation (the operation first), then let the others go on.
         case handOff(LetThrough)
-        /// The queue is suspended and the operation holds categories: it gives them back (a
-        /// suspended queue takes no category) and parks, to ask again when the queue resumes.
+        /// The operation holds categories, but the queue is suspended or (granted just as the
+        /// last slot was taken) has no free slot: it gives them back (they go to whoever can run)
+        /// and parks, to ask again when the queue resumes or a slot frees up.
         case giveBackCategories
     }
 
     /// An operation is cleared to run (its conditions passed, its categories are held).
-    mutating func clearedToRun(_ operation: AsyncOperation, holdsCategories: Bool) -> HandOffAction {
-        if isSuspended && holdsCategories {
+    mutating func clearedToRun(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) -> HandOffAction {
+        if holdsCategories && !mayTakeCategories {
             return .giveBackCategories
         }
-        var letThrough = LetThrough(handOff: [operation])
-        if turn == ObjectIdentifier(operation) {
-            turn = nil
+        var letThrough = LetThrough()
+        send(operation, into: &letThrough)
+        if inProgress.remove(ticket) != nil {
             drain(into: &letThrough)
         }
         return .handOff(letThrough)
     }
 
     /// An operation finished before it was given to Foundation (cancelled, or a condition failed).
-    mutating func finishedBeforeHandOff(_ operation: AsyncOperation) -> LetThrough {
+    mutating func finishedBeforeHandOff(_ operation: AsyncOperation, ticket: UInt64) -> LetThrough {
         held.remove(operation)
-        line.remove(operation)
+        line.remove(ticket: ticket)
+        slotLine.remove(ticket: ticket)
         var letThrough = LetThrough()
-        if turn == ObjectIdentifier(operation) {
-            turn = nil
+        if inProgress.remove(ticket) != nil {
             drain(into: &letThrough)
         }
         return letThrough
     }
 
-    /// An `AsyncOperation` has finished and Foundation has let go of it: returns the threads to
-    /// wake if nothing is left.
-    mutating func operationLeft() -> [DispatchSemaphore] {
+    /// What follows an operation's leaving.
+    struct Departure {
+        /// Threads in `waitUntilAllOperationsAreFinished()` to wake: nothing is left.
+        var idleWaiters: [DispatchSemaphore] = []
+        /// Its slot is free: operations waiting for one go on.
+        var letThrough = LetThrough()
+    }
+
+    /// An `AsyncOperation` has finished and Foundation has let go of it (or it was refused).
+    mutating func operationLeft() -> Departure {
         unfinished -= 1
-        guard unfinished == 0 else { return [] }
-        defer { idleWaiters = [] }
-        return idleWaiters
+        var departure = Departure()
+        drainSlotLine(into: &departure.letThrough)
+        guard unfinished == 0 else { return departure }
+        departure.idleWaiters = idleWaiters
+        idleWaiters = []
+        return departure
+    }
+
+    // MARK: - The outbox (serial queues)
+
+    private var usesOutbox: Bool {
+        isSerial || isDeliveringOutbox || !outbox.isEmpty
+    }
+
+    /// Sends an operation cleared to run towards Foundation: straight in `letThrough`, or, on a
+    /// serial queue, through the outbox, whose deliverer the caller becomes if there is none.
+    private mutating func send(_ operation: Operation, into letThrough: inout LetThrough) {
+        guard usesOutbox else {
+            letThrough.handOff.append(operation)
+            return
+        }
+        outbox.append(operation)
+        if !isDeliveringOutbox {
+            isDeliveringOutbox = true
+            letThrough.deliversOutbox = true
+        }
+    }
+
+    /// The deliverer gave `given` to Foundation: they are no longer held. Returns what to deliver
+    /// next, in order; empty when the outbox is empty, and then nobody delivers any more.
+    mutating func takeOutbox(given: [Operation]) -> [Operation] {
+        gaveToFoundation(given)
+        guard !outbox.isEmpty else {
+            isDeliveringOutbox = false
+            return []
+        }
+        defer { outbox = [] }
+        return outbox
     }
 
     /// A thread waits until no `AsyncOperation` is unfinished; `nil` if none is.
@@ -237,11 +354,11 @@ struct QueueScheduler {
         return waiter
     }
 
-    /// Whether `operation` waits in the scheduler's line, and why: `true` because the queue is
-    /// suspended, `false` for its turn on a serial queue; `nil` if it is not in line.
-    func waitsInLine(_ operation: Operation) -> Bool? {
-        guard line.contains(operation) else { return nil }
-        return isSuspended
+    /// Whether `operation` waits in one of the scheduler's lines, and why; `nil` if it does not.
+    func waitsInLine(ticket: UInt64) -> LineReason? {
+        if line.contains(ticket: ticket) { return isSuspended ? .suspended : .turn }
+        if slotLine.contains(ticket: ticket) { return isSuspended ? .suspended : .slot }
+        return nil
     }
 
     // MARK: - Settings that change the order
@@ -250,14 +367,16 @@ struct QueueScheduler {
         isSuspended = suspended
         var letThrough = LetThrough()
         drain(into: &letThrough)
+        drainSlotLine(into: &letThrough)
         return letThrough
     }
 
-    mutating func setSerial(_ serial: Bool) -> LetThrough {
-        isSerial = serial
-        if !serial { turn = nil }
+    /// The queue's `maxConcurrentOperationCount` changed; 1 makes it serial.
+    mutating func setWidth(_ newWidth: Int) -> LetThrough {
+        width = newWidth
         var letThrough = LetThrough()
         drain(into: &letThrough)
+        drainSlotLine(into: &letThrough)
         return letThrough
     }
 
@@ -289,8 +408,8 @@ struct QueueScheduler {
     }
 
     /// Lets through what may go now: everything on a concurrent queue; on a serial one, the
-    /// operation whose turn it is, or the waiters up to and including the next one that needs a
-    /// turn of its own.
+    /// operations under way that parked (the queue was suspended), or else the waiters up to and
+    /// including the next one that needs a turn of its own.
     private mutating func drain(into letThrough: inout LetThrough) {
         guard !isSuspended, !line.isEmpty else { return }
         guard isSerial else {
@@ -299,109 +418,86 @@ struct QueueScheduler {
             }
             return
         }
-        if let turn {
-            // The turn's owner parked (the queue was suspended): it goes on first.
-            if let waiter = line.remove(id: turn) {
-                release(waiter, into: &letThrough)
+        guard inProgress.isEmpty else {
+            for ticket in inProgress.sorted() {
+                if let waiter = line.remove(ticket: ticket) {
+                    release(waiter, into: &letThrough)
+                }
             }
             return
         }
         while let waiter = line.removeFirst() {
             release(waiter, into: &letThrough)
-            if case .proceed = waiter {
-                turn = ObjectIdentifier(waiter.operation)
-                return
-            }
+            if case .proceed = waiter { return }
+        }
+    }
+
+    /// Lets operations waiting for a slot go on, in add order, as many as slots are free. (They
+    /// take no slot until they are handed off, so one may find it taken again and park again.)
+    private mutating func drainSlotLine(into letThrough: inout LetThrough) {
+        guard !slotLine.isEmpty, !isSuspended else { return }
+        var free = width < 0 ? Int.max : width - (unfinished - held.count)
+        while free > 0, let waiter = slotLine.removeFirst() {
+            release(waiter, into: &letThrough)
+            free -= 1
         }
     }
 
     private mutating func release(_ waiter: Waiter, into letThrough: inout LetThrough) {
         switch waiter {
         case let .handOff(operation, _):
-            letThrough.handOff.append(operation)
-        case let .proceed(operation, _):
+            send(operation, into: &letThrough)
+        case let .proceed(operation, ticket):
+            inProgress.insert(ticket)
             letThrough.proceed.append(operation)
         }
     }
 }
 
-/// The scheduler's line: waiters by ticket, cheap to add to at the end, to pop from the front,
-/// and to ask about (each operation stands in it once). A waiter that leaves out of turn (it
-/// finished) is only forgotten, and skipped when its turn comes.
+/// The scheduler's lines: waiters in ticket order, each operation at most once. A thin layer over
+/// `TicketLine`, the engine's one ordered line (the categories' lines are the same), keyed by
+/// the ticket alone. A waiter that leaves out of turn is taken out at once, so the line never
+/// keeps a finished operation alive.
 struct WaitingLine {
-    private var entries: [QueueScheduler.Waiter] = []
-    private var head = 0
-    private var members: Set<ObjectIdentifier> = []
+    private var waiting = TicketLine<QueueScheduler.Waiter>()
 
-    var isEmpty: Bool { members.isEmpty }
+    var isEmpty: Bool { waiting.isEmpty }
 
     /// The waiters, in order.
-    var waiters: [QueueScheduler.Waiter] {
-        entries[head...].filter { members.contains(ObjectIdentifier($0.operation)) }
+    var waiters: [QueueScheduler.Waiter] { waiting.elements }
+
+    func contains(ticket: UInt64) -> Bool {
+        waiting.position(of: Self.place(ticket)) != nil
     }
 
-    func contains(_ operation: Operation) -> Bool {
-        members.contains(ObjectIdentifier(operation))
-    }
-
-    /// Puts `waiter` in line by ticket, unless its operation already stands in it (an operation
-    /// parked twice, by a suspension and by its own way to its categories, goes on once).
+    /// Puts `waiter` in line by ticket, unless it already stands in it (an operation parked
+    /// twice, by a suspension and by its own way to its categories, goes on once).
     mutating func insert(_ waiter: QueueScheduler.Waiter) {
-        guard members.insert(ObjectIdentifier(waiter.operation)).inserted else { return }
-        if let last = entries.last, head < entries.count, last.ticket > waiter.ticket {
-            let index = entries[head...].firstIndex { $0.ticket > waiter.ticket } ?? entries.count
-            entries.insert(waiter, at: index)
-        } else {
-            entries.append(waiter)
-        }
+        guard !contains(ticket: waiter.ticket) else { return }
+        waiting.insert(waiter, place: Self.place(waiter.ticket))
     }
 
-    /// Forgets `operation`'s place (it finished while waiting).
-    mutating func remove(_ operation: Operation) {
-        members.remove(ObjectIdentifier(operation))
-        compactIfEmpty()
-    }
-
-    /// Takes the waiter of the operation `id` out of line, wherever it stands.
-    mutating func remove(id: ObjectIdentifier) -> QueueScheduler.Waiter? {
-        guard members.remove(id) != nil,
-              let index = entries[head...].firstIndex(where: { ObjectIdentifier($0.operation) == id })
-        else { return nil }
-        let waiter = entries.remove(at: index)
-        compactIfEmpty()
-        return waiter
+    /// Takes the waiter with `ticket` out of line, wherever it stands.
+    @discardableResult
+    mutating func remove(ticket: UInt64) -> QueueScheduler.Waiter? {
+        waiting.remove(place: Self.place(ticket))
     }
 
     /// Takes the first waiter out of line.
     mutating func removeFirst() -> QueueScheduler.Waiter? {
-        while head < entries.count {
-            let waiter = entries[head]
-            head += 1
-            if members.remove(ObjectIdentifier(waiter.operation)) != nil {
-                compactIfEmpty()
-                return waiter
-            }
-        }
-        compactIfEmpty()
-        return nil
+        waiting.isEmpty ? nil : waiting.removeFirst()
     }
 
     /// Takes every waiter out of line, in order.
     mutating func removeAll() -> [QueueScheduler.Waiter] {
-        let all = waiters
-        entries.removeAll()
-        members.removeAll()
-        head = 0
+        var all: [QueueScheduler.Waiter] = []
+        while let waiter = removeFirst() {
+            all.append(waiter)
+        }
         return all
     }
 
-    private mutating func compactIfEmpty() {
-        if members.isEmpty {
-            entries.removeAll(keepingCapacity: entries.count <= 1024)
-            head = 0
-        } else if head >= 1024 && head * 2 >= entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
+    private static func place(_ ticket: UInt64) -> LinePlace {
+        LinePlace(root: 0, ticket: ticket)
     }
 }

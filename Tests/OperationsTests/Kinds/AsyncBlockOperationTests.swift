@@ -214,4 +214,40 @@ import TestSupport
 /// An object a block captures, to check when the block is released.
 private final class Payload: Sendable {
     func touch() {}
+
+    // Found by a soak (under TSan): a block cancelled just as it was being called started after
+    // its operation had finished, outside the categories it needed.
+    @Test func blockCancelledAsItIsCalled_neverStartsAfterItsOperationFinished() {
+        var random = SplitMix64(seed: 0xB10C_CA9C)
+        let lateStarts = Counter()
+        var operations: [AsyncOperation] = []
+        for _ in 0..<500 {
+            // Given a continuation block that checks, as it starts, whether its operation finished
+            let executing = Flag()
+            let box = WeakBox<AsyncOperation>()
+            let operation = ExecuteAnnouncingOperation(announce: executing.raise) { finish in
+                if box.object?.isFinished == true { lateStarts.increment() }
+                finish(nil)
+            }
+            box.object = operation
+            let extraTurns = Int.random(in: 0...400, using: &random)
+            let cancelled = runOnOwnThread {
+                let deadline = Date().addingTimeInterval(generousTimeout)
+                while !executing.isRaised {
+                    if Date() > deadline { return }
+                }
+                spin(turns: extraTurns)
+                operation.cancel()
+            }
+
+            // When it is cancelled a few hundred loop turns after its execute() began
+            AsyncOperationQueue().addOperation(operation)
+            #expect(cancelled.wait())
+            operations.append(operation)
+        }
+
+        // Then every one finished, and no block started after its operation had finished
+        #expect(waitUntilFinished(operations))
+        #expect(lateStarts.current == 0)
+    }
 }

@@ -166,7 +166,7 @@ private enum Grant: Hashable, CustomStringConvertible {
         switch action {
         case .none: self = .none
         case .releaseAtOnce: self = .releaseAtOnce
-        case let .handOff(holds): self = .handOff(holdsCategories: holds)
+        case let .handOff(_, _, holds): self = .handOff(holdsCategories: holds)
         case let .startExecuting(observers): self = .startExecuting(observers: observers.count)
         }
     }
@@ -187,6 +187,8 @@ private enum Step: Hashable {
     case finishEnqueuing
     case advance(Advance)
     case evaluate
+    /// The conditions were handed out (`evaluate(for:)` called on each).
+    case conditionsHandedOut
     case reserveIfUnanswered
     // Categories (`acquire(_:suspensionJustChecked:)` and the suspension paths).
     case acquire(hasCategories: Bool, suspensionJustChecked: Bool)
@@ -596,9 +598,13 @@ private struct Explorer {
             guard let dispatch = world.life.beginEvaluating(categories: scope.categories) else { return [] }
             if case .none = dispatch {
                 world.answersOwed = scope.conditions.indices.filter { scope.conditions[$0] == .answered }
-                return [.reserveIfUnanswered]
+                return [.conditionsHandedOut, .reserveIfUnanswered]
             }
             return handle(dispatch, suspensionJustChecked: true) ?? []
+
+        case .conditionsHandedOut:
+            // Every condition's evaluate(for:) was called; a finish meanwhile waited for this.
+            return [.perform(Finish(world.life.notificationDelivered()))]
 
         case .reserveIfUnanswered:
             if world.life.unansweredConditionCount > 0, !scope.categories.isEmpty,

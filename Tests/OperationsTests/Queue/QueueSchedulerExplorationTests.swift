@@ -31,9 +31,11 @@ private enum Stage: Equatable, CustomStringConvertible {
     case evaluatingConditions
     /// Asked for its category, waiting for the grant.
     case acquiring
-    /// Given back its category (its queue was suspended), about to park.
+    /// Given back its category (its queue was suspended, or had no free slot), about to park.
     case givingBack
     case handedOff
+    /// Handed off, finished, and let go of by Foundation: its slot is free again.
+    case left
     case finishedBeforeHandOff
 
     var description: String {
@@ -45,6 +47,7 @@ private enum Stage: Equatable, CustomStringConvertible {
         case .acquiring: "acq"
         case .givingBack: "back"
         case .handedOff: "off"
+        case .left: "left"
         case .finishedBeforeHandOff: "fin"
         }
     }
@@ -65,7 +68,11 @@ private struct SchedulerModel {
     var suspensionsLeft: Int
     var violations: [String] = []
 
-    init(_ needs: [Needs], serial: Bool, suspensions: Int) {
+    /// `maxConcurrentOperationCount`: 1 for a serial queue.
+    let width: Int
+
+    init(_ needs: [Needs], width: Int, suspensions: Int) {
+        self.width = width
         self.needs = needs
         operations = needs.enumerated().map { index, need in
             let operation: Operation = need == .plain ? BlockOperation {} : AsyncOperation()
@@ -77,7 +84,7 @@ private struct SchedulerModel {
         wentAt = Array(repeating: nil, count: needs.count)
         conditionsPassed = Array(repeating: false, count: needs.count)
         suspensionsLeft = suspensions
-        _ = scheduler.setSerial(serial)
+        _ = scheduler.setWidth(width)
     }
 
     func ticket(_ index: Int) -> UInt64 { UInt64(index + 1) }
@@ -94,7 +101,23 @@ private struct SchedulerModel {
         if scheduler.isSuspended && !letThrough.proceed.isEmpty {
             violations.append("let operations go on while suspended")
         }
-        for operation in letThrough.handOff {
+        handOff(letThrough.handOff)
+        scheduler.gaveToFoundation(letThrough.handOff)
+        if letThrough.deliversOutbox {
+            var next = scheduler.takeOutbox(given: [])
+            while !next.isEmpty {
+                handOff(next)
+                next = scheduler.takeOutbox(given: next)
+            }
+        }
+        for operation in letThrough.proceed {
+            proceed(index(of: operation))
+        }
+    }
+
+    /// Operations reach Foundation, in this order.
+    mutating func handOff(_ operations: [Operation]) {
+        for operation in operations {
             let index = index(of: operation)
             if stages[index] == .handedOff { violations.append("op\(index) handed off twice") }
             stages[index] = .handedOff
@@ -104,10 +127,11 @@ private struct SchedulerModel {
                 checkSerialTurnOrder(going: index)
             }
         }
-        scheduler.gaveToFoundation(letThrough.handOff)
-        for operation in letThrough.proceed {
-            proceed(index(of: operation))
-        }
+    }
+
+    /// Operations of this queue with Foundation and not gone: those using (or waiting for) a slot.
+    var withFoundation: Int {
+        stages.enumerated().filter { $0.element == .handedOff && needs[$0.offset] != .plain }.count
     }
 
     /// `AsyncOperation.continueTowardsExecution()`.
@@ -127,9 +151,10 @@ private struct SchedulerModel {
         }
     }
 
-    /// Asking for the category, as `AsyncOperation.acquire(_:)` does: parked if suspended.
+    /// Asking for the category, as `AsyncOperation.acquire(_:)` does: parked if suspended or
+    /// without a free slot.
     mutating func acquire(_ index: Int) {
-        if scheduler.parkIfSuspended(async(index), ticket: ticket(index)) {
+        if scheduler.parkUnlessFreeToTakeCategories(async(index), ticket: ticket(index)) {
             stages[index] = .inLine
         } else {
             stages[index] = .acquiring
@@ -147,14 +172,20 @@ private struct SchedulerModel {
     }
 
     mutating func clearedToRun(_ index: Int, holdsCategories: Bool) {
-        switch scheduler.clearedToRun(async(index), holdsCategories: holdsCategories) {
+        let busy = withFoundation
+        switch scheduler.clearedToRun(async(index), ticket: ticket(index), holdsCategories: holdsCategories) {
         case let .handOff(letThrough):
             if holdsCategories && scheduler.isSuspended {
                 violations.append("op\(index) handed off holding a category while suspended")
             }
+            if holdsCategories && busy >= width && width > 0 {
+                violations.append("op\(index) handed off holding a category with every slot taken")
+            }
             perform(letThrough)
         case .giveBackCategories:
-            if !scheduler.isSuspended { violations.append("op\(index) gave back its category on a running queue") }
+            if !scheduler.isSuspended && (busy < width || width < 0) {
+                violations.append("op\(index) gave back its category on a running queue with a free slot")
+            }
             stages[index] = .givingBack
         }
     }
@@ -177,6 +208,8 @@ private struct SchedulerModel {
                 events.append(ExplorationEvent("grant op\(index)") { $0.clearedToRun(index, holdsCategories: true) })
             case .givingBack:
                 events.append(ExplorationEvent("park op\(index)") { $0.acquire(index) })
+            case .handedOff where needs[index] != .plain:
+                events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) })
             default:
                 break
             }
@@ -207,25 +240,32 @@ private struct SchedulerModel {
         switch needs[index] {
         case .plain, .nothing:
             readyAt[index] = clock
-            if scheduler.admitReady(operation, ticket: ticket(index)) {
+            stages[index] = .inLine
+            switch scheduler.admitReady(operation, ticket: ticket(index)) {
+            case .handOff:
                 perform(QueueScheduler.LetThrough(handOff: [operation]))
-            } else {
-                stages[index] = .inLine
+            case let .kept(letThrough):
+                perform(letThrough)
             }
         case .conditions, .category:
-            scheduler.admitHeld(async(index))
             stages[index] = .waitingForDependencies
+            perform(scheduler.admitHeld(async(index)))
         }
         _ = scheduler.endAdmission(generation: generation)
     }
 
     mutating func dependenciesFinished(_ index: Int) {
         readyAt[index] = clock
-        if scheduler.requestTurn(for: async(index), ticket: ticket(index)) {
+        if scheduler.requestTurn(for: async(index), ticket: ticket(index), needsSlot: needs[index] == .category) {
             stages[index] = .inLine
             proceed(index)
         } else {
             stages[index] = .inLine
+            if scheduler.isSerial, scheduler.inProgress.contains(ticket(index)), wentAt[index] == nil {
+                // It took its turn, and waits for a free slot in it.
+                wentAt[index] = clock
+                checkSerialTurnOrder(going: index)
+            }
         }
     }
 
@@ -240,8 +280,14 @@ private struct SchedulerModel {
 
     mutating func cancel(_ index: Int) {
         stages[index] = .finishedBeforeHandOff
-        perform(scheduler.finishedBeforeHandOff(async(index)))
-        _ = scheduler.operationLeft()
+        perform(scheduler.finishedBeforeHandOff(async(index), ticket: ticket(index)))
+        perform(scheduler.operationLeft().letThrough)
+    }
+
+    /// A handed-off operation finished and Foundation let go of it.
+    mutating func leave(_ index: Int) {
+        stages[index] = .left
+        perform(scheduler.operationLeft().letThrough)
     }
 
     // MARK: Invariants
@@ -249,11 +295,12 @@ private struct SchedulerModel {
     var key: String {
         let stagesKey = stages.map(\.description).joined(separator: ",")
         let line = scheduler.waiting.map { String($0.ticket) }.joined(separator: ",")
-        let turn = scheduler.turn.map { id in operations.firstIndex { ObjectIdentifier($0) == id }! } ?? -1
+        let turn = scheduler.inProgress.sorted().map(String.init).joined(separator: ",")
+        let slotLine = scheduler.slotLine.waiters.map { String($0.ticket) }.joined(separator: ",")
         let ready = readyAt.map { $0 == nil ? "n" : "r" }.joined()
         let went = wentAt.map { $0 == nil ? "n" : "w" }.joined()
         let passed = conditionsPassed.map { $0 ? "p" : "n" }.joined()
-        return "\(stagesKey)|\(line)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
+        return "\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
     }
 
     func checkInvariants(_ trail: [String]) {
@@ -265,16 +312,20 @@ private struct SchedulerModel {
             let going = stages.filter { [.evaluatingConditions, .acquiring, .givingBack].contains($0) }.count
             #expect(going <= 1, "\(going) operations going at once on a serial queue after \(trail)")
         }
-        for (index, stage) in stages.enumerated() where stage == .handedOff || stage == .finishedBeforeHandOff {
+        for (index, stage) in stages.enumerated() where [.handedOff, .left, .finishedBeforeHandOff].contains(stage) {
             #expect(!scheduler.waiting.contains { $0.operation === operations[index] }, "op\(index) done but in line after \(trail)")
+            #expect(!scheduler.slotLine.waiters.contains { $0.operation === operations[index] }, "op\(index) done but in the slot line after \(trail)")
         }
+        #expect(scheduler.outbox.isEmpty && !scheduler.isDeliveringOutbox, "outbox left undelivered after \(trail)")
     }
 
     func checkTerminal(_ trail: [String]) {
         #expect(!scheduler.isSuspended)
-        #expect(stages.allSatisfy { $0 == .handedOff || $0 == .finishedBeforeHandOff }, "stuck: \(stages) after \(trail)")
+        #expect(stages.enumerated().allSatisfy { index, stage in
+            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index] == .plain)
+        }, "stuck: \(stages) after \(trail)")
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
-        #expect(scheduler.waiting.isEmpty && scheduler.held.isEmpty && scheduler.turn == nil, "left over after \(trail)")
+        #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")
     }
 }
 
@@ -286,18 +337,19 @@ private struct SchedulerModel {
         ([.conditions, .category, .nothing, .category], 2),
     ]
 
-    @Test(arguments: [true, false])
-    func everyOrderOfEvents_keepsTheSchedulingInvariants(serial: Bool) {
+    /// Serial, two slots, and Foundation's default (no limit).
+    @Test(arguments: [1, 2, -1])
+    func everyOrderOfEvents_keepsTheSchedulingInvariants(width: Int) {
         var total = 0
         for scope in Self.scopes {
             let report = exploreEveryOrder(
-                from: SchedulerModel(scope.needs, serial: serial, suspensions: scope.suspensions),
+                from: SchedulerModel(scope.needs, width: width, suspensions: scope.suspensions),
                 events: \.possibleEvents,
                 key: \.key,
                 check: { $0.checkInvariants($1) },
                 checkTerminal: { $0.checkTerminal($1) }
             )
-            print("QueueScheduler exploration, \(serial ? "serial" : "concurrent") \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
+            print("QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
             #expect(report.terminalStates > 0)
             total += report.states
         }

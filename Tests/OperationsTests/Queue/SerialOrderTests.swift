@@ -79,4 +79,122 @@ struct SerialOrderTests {
         #expect(waitUntilFinished(operations))
         #expect(log.all == ["A", "B", "C", "D"])
     }
+
+    // Found by a soak: a queue resumed from another thread while operations were being added
+    // started some of them out of add order, when the resume's hand-off to Foundation and the
+    // adding thread's raced.
+    @Test func serialQueue_suspendedAndResumedFromAnotherThreadWhileAdding_startsInAddOrder() {
+        // Given a serial queue, and a thread that keeps suspending and resuming it
+        for round in 0..<20 {
+            let queue = AsyncOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let log = Recorder<Int>()
+            let stop = Flag()
+            let toggling = runOnOwnThread {
+                var suspended = false
+                while !stop.isRaised {
+                    suspended.toggle()
+                    queue.isSuspended = suspended
+                    spin(turns: 50)
+                }
+                queue.isSuspended = false
+            }
+
+            // When operations of every kind are added one by one meanwhile
+            let category = uniqueName("free")
+            let operations = (0..<400).map { index -> Operation in
+                switch index % 4 {
+                case 0: return BlockOperation { log.append(index) }
+                case 1: return AsyncBlockOperation { log.append(index) }
+                case 2:
+                    let operation = AsyncBlockOperation { log.append(index) }
+                    operation.addCondition(StubCondition.satisfied())
+                    return operation
+                default:
+                    let operation = AsyncBlockOperation { log.append(index) }
+                    operation.addCondition(ExclusiveStub(category))
+                    return operation
+                }
+            }
+            for operation in operations {
+                queue.addOperation(operation)
+            }
+            stop.raise()
+
+            // Then they start in the order they were added
+            #expect(toggling.wait())
+            #expect(waitUntilFinished(operations))
+            let started = log.all
+            #expect(started == Array(0..<400), "round \(round): first out of order at \(started.indices.first { started[$0] != $0 } ?? -1)")
+        }
+    }
+
+    // Found by a soak: an operation that waited for a category held on another queue was
+    // overtaken by later operations of its own serial queue once it was granted.
+    @Test func serialQueue_operationGrantedItsCategoryLate_isNotOvertakenByLaterOnes() {
+        for round in 0..<20 {
+            // Given a category held on another queue, and a serial queue whose first operation needs it
+            let category = uniqueName("X")
+            let held = HeldOperations()
+            let holder = held.make("holder")
+            holder.addCondition(ExclusiveStub(category))
+            AsyncOperationQueue().addOperation(holder)
+            #expect(held.waitUntilStarted("holder"))
+            let queue = AsyncOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let log = Recorder<Int>()
+            let first = AsyncBlockOperation { log.append(0) }
+            first.addCondition(ExclusiveStub(category))
+            queue.addOperation(first)
+
+            // When the holder finishes while later operations are being added
+            let later = (1..<200).map { index -> Operation in
+                index % 2 == 0 ? BlockOperation { log.append(index) } : AsyncBlockOperation { log.append(index) }
+            }
+            let releasing = runOnOwnThread {
+                spin(turns: 200 * (round + 1))
+                held.finish("holder")
+            }
+            for operation in later {
+                queue.addOperation(operation)
+            }
+
+            // Then the first still starts first, and the others in add order
+            #expect(releasing.wait())
+            #expect(waitUntilFinished([first] + later))
+            #expect(log.all == Array(0..<200), "round \(round)")
+        }
+    }
+
+    // Found by a soak whose queues changed width under load: an operation under way when its
+    // queue was briefly made concurrent lost its turn, and later operations went first once the
+    // queue was serial again.
+    @Test func serialQueue_madeConcurrentAndSerialAgain_whileAnOperationWaits_keepsAddOrder() {
+        // Given a serial queue whose first operation waits for a category held on another queue
+        let category = uniqueName("X")
+        let held = HeldOperations()
+        let holder = held.make("holder")
+        holder.addCondition(ExclusiveStub(category))
+        AsyncOperationQueue().addOperation(holder)
+        #expect(held.waitUntilStarted("holder"))
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = Recorder<String>()
+        let first = AsyncBlockOperation { log.append("first") }
+        first.addCondition(ExclusiveStub(category))
+        queue.addOperation(first)
+        #expect(waitUntil { first.snapshot().state == .waitingForCategories })
+
+        // When the queue is made concurrent and serial again, and more operations are added
+        queue.maxConcurrentOperationCount = 2
+        queue.maxConcurrentOperationCount = 1
+        let later = operationsOfEveryKind(log: log)
+        queue.addOperations(later, waitUntilFinished: false)
+        usleep(20_000) // a chance for the later ones to go first
+        held.finish("holder")
+
+        // Then the first still starts first
+        #expect(waitUntilFinished([first] + later))
+        #expect(log.all == ["first", "A", "B", "C", "D"])
+    }
 }
