@@ -23,8 +23,8 @@ import Foundation
 /// Its `progress` counts the children: `totalUnitCount` those admitted (growing as children are
 /// added or produced), `completedUnitCount` those finished, and `fractionCompleted` is 1 once the
 /// group has finished. A child group's progress is a child of its parent's, as Foundation's child
-/// progress works, so nested groups report partial progress; cancelling the progress cancels
-/// the group.
+/// progress works, so nested groups report partial progress. Cancelling the progress cancels the
+/// group, and cancelling the group cancels its progress.
 ///
 /// ```swift
 /// let overall = Progress(totalUnitCount: 1)                   // say, the one a progress bar shows
@@ -50,9 +50,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// The group's progress, in children: admitted (`totalUnitCount`) and finished
     /// (`completedUnitCount`). Made with `Progress(totalUnitCount:)`, so it becomes a child of
     /// the thread's current progress, if any, when the group is created. Cancelling it cancels
-    /// the group.
+    /// the group, and cancelling the group cancels it.
     public let progress: Progress
-    private let pendingProgress = Locked.make(PendingProgress())
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
@@ -158,36 +157,21 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         queue.cancelAllOperations()
     }
 
-    /// Adds `delta` to `progress`, never under a lock (progress observers run when it changes)
-    /// and never two threads at once: the thread that finds no one applying changes applies them,
-    /// its own and those other threads leave meanwhile, in order. So a single thread (adding the
-    /// children, say) sees its change at once.
+    /// A cancelled group's progress is cancelled too, as cancelling the progress cancels the group.
+    override func wasCancelled() {
+        updateProgress(ProgressDelta(cancels: true))
+    }
+
+    /// Adds `delta` to `progress` through the process-wide applier, never under a lock and
+    /// never two threads at once (see `ProgressApplier`).
     private func updateProgress(_ delta: ProgressDelta) {
-        let applies = pendingProgress.withLock { pending -> Bool in
-            pending.delta.add(delta)
-            defer { pending.isApplying = true }
-            return !pending.isApplying
-        }
-        guard applies else { return }
-        while let next = pendingProgress.withLock({ pending -> ProgressDelta? in
-            guard !pending.delta.isEmpty else {
-                pending.isApplying = false
-                return nil
-            }
-            defer { pending.delta = ProgressDelta() }
-            return pending.delta
-        }) {
-            next.apply(to: progress)
-        }
+        ProgressApplier.shared.apply(delta, to: progress)
     }
 
     /// The group finished: its progress is complete (a group without children counts as one
-    /// unit done) before its parent group hears of it.
+    /// unit done) before its parent group hears of it, and before it is `isFinished`.
     private func completeProgress() {
-        updateProgress(ProgressDelta(completes: true))
-        while pendingProgress.withLock({ $0.isApplying || !$0.delta.isEmpty }) {
-            sched_yield() // another thread applies the last changes, the completion among them
-        }
+        ProgressApplier.shared.applyAndWait(ProgressDelta(completes: true), to: progress)
     }
 
     override func releaseResources() {
@@ -209,40 +193,4 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         }
         return lifecycle.withLock { $0.queue }?.group?.heldCategory(among: categories)
     }
-}
-
-/// Changes to a group's progress on their way to it.
-struct ProgressDelta: Sendable {
-    var admitted = 0
-    var finished = 0
-    var childProgress: [Progress] = []
-    /// The group finished: complete the progress.
-    var completes = false
-
-    var isEmpty: Bool { admitted == 0 && finished == 0 && childProgress.isEmpty && !completes }
-
-    mutating func add(_ other: ProgressDelta) {
-        admitted += other.admitted
-        finished += other.finished
-        childProgress += other.childProgress
-        completes = completes || other.completes
-    }
-
-    func apply(to progress: Progress) {
-        if admitted > 0 { progress.totalUnitCount += Int64(admitted) }
-        for child in childProgress {
-            progress.addChild(child, withPendingUnitCount: 1)
-        }
-        if finished > 0 { progress.completedUnitCount += Int64(finished) }
-        if completes {
-            if progress.totalUnitCount == 0 { progress.totalUnitCount = 1 }
-            progress.completedUnitCount = progress.totalUnitCount
-        }
-    }
-}
-
-/// The progress changes not yet applied, and whether a thread is applying them.
-struct PendingProgress: Sendable {
-    var delta = ProgressDelta()
-    var isApplying = false
 }

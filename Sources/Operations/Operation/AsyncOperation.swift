@@ -59,6 +59,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// to finish at once.
     func cancellationDuringExecution() {}
 
+    /// Called once when the operation is cancelled, in any state before its finish, after its
+    /// observers heard it. A group cancels its progress here.
+    func wasCancelled() {}
+
     /// Called once the operation's finish is final, before `isFinished` becomes true, to release
     /// what it owns.
     func releaseResources() {}
@@ -300,6 +304,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             for observer in observers {
                 observer.operationDidCancel(self)
             }
+            wasCancelled()
             let heldBack = lifecycle.withLock { $0.notificationDelivered() }
             switch followUp {
             case .none:

@@ -7,7 +7,7 @@ import Musl
 #endif
 
 /// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`, the queue's
-/// forwarding and the finishes being delivered.
+/// forwarding, the finishes being delivered and the progress applier.
 final class PerThreadState {
     var isDraining = false
     var pending: [() -> Void] = []
@@ -23,6 +23,8 @@ final class PerThreadState {
     /// The operations whose finish this thread is delivering right now to user code (observers,
     /// a group's progress observers), innermost last: waiting for one of them here could never end.
     var finishing: [ObjectIdentifier] = []
+    /// This thread is applying progress changes (`ProgressApplier`).
+    var isApplyingProgress = false
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

@@ -103,6 +103,90 @@ import TestSupport
         #expect(group.progress.fractionCompleted == 1)
     }
 
+    /// Every composite: a plain group, a cascade, a transaction and a retry operation.
+    private static func compositesWithAHeldChild(_ held: HeldOperations) -> [(name: String, composite: GroupOperation)] {
+        let names = (0..<4).map { uniqueName("child\($0)") }
+        return [
+            (names[0], GroupOperation(operations: [held.make(names[0])])),
+            (names[1], CascadeOperation { $0.add { held.make(names[1]) } }),
+            (names[2], TransactionOperation { $0.add { held.make(names[2]) } }),
+            (names[3], RetryOperation(maxAttempts: 1) { _ in held.make(names[3]) }),
+        ]
+    }
+
+    @Test func cancellingTheGroup_cancelsItsProgress_forEveryComposite() {
+        // Given every kind of composite, each running a child that waits
+        let held = HeldOperations()
+        let composites = Self.compositesWithAHeldChild(held)
+        AsyncOperationQueue().addOperations(composites.map(\.composite), waitUntilFinished: false)
+        for (name, _) in composites {
+            #expect(held.waitUntilStarted(name))
+        }
+
+        // When each is cancelled
+        for (_, composite) in composites {
+            composite.cancel()
+        }
+
+        // Then its progress is cancelled too, and it finishes
+        for (_, composite) in composites {
+            #expect(waitUntil { composite.progress.isCancelled }, "\(type(of: composite))")
+        }
+        #expect(waitUntilFinished(composites.map(\.composite)))
+    }
+
+    @Test func cancellingTheProgress_cancelsEveryComposite() {
+        let held = HeldOperations()
+        let composites = Self.compositesWithAHeldChild(held)
+        AsyncOperationQueue().addOperations(composites.map(\.composite), waitUntilFinished: false)
+        for (name, _) in composites {
+            #expect(held.waitUntilStarted(name))
+        }
+
+        for (_, composite) in composites {
+            composite.progress.cancel()
+        }
+
+        #expect(waitUntilFinished(composites.map(\.composite)))
+        #expect(composites.allSatisfy { $0.composite.isCancelled })
+    }
+
+    @Test func groupCancelledBeforeItStarts_hasItsProgressCancelled() {
+        let group = GroupOperation(operations: [AsyncBlockOperation {}])
+        group.cancel()
+        #expect(waitUntil { group.progress.isCancelled })
+        AsyncOperationQueue().addOperation(group)
+        #expect(waitUntilFinished([group]))
+    }
+
+    // Found by a soak: nested groups whose children finish on many threads crashed (SIGSEGV, heap
+    // corruption) in Foundation's Progress, which corelibs does not lock, as a child group's
+    // progress rolled up into its parent's while the parent's changed on another thread.
+    @Test func nestedGroupsFinishingOnManyThreads_keepTheirProgressWhole() {
+        let queue = AsyncOperationQueue()
+        for _ in 0..<150 {
+            // Given an outer group of 16 children, half of them inner groups of 4
+            let leaves = Counter()
+            let children: [Operation] = (0..<16).map { index in
+                guard index % 2 == 0 else { return AsyncBlockOperation { leaves.increment() } }
+                return GroupOperation(operations: (0..<4).map { _ in AsyncBlockOperation { leaves.increment() } })
+            }
+            let outer = GroupOperation(operations: children)
+
+            // When it runs
+            queue.addOperation(outer)
+
+            // Then every leaf ran and the progress of each group is complete
+            #expect(waitUntilFinished([outer]))
+            #expect(leaves.current == 8 + 8 * 4)
+            #expect(outer.progress.completedUnitCount == 16)
+            #expect(outer.progress.fractionCompleted == 1)
+            for case let inner as GroupOperation in children {
+                #expect(inner.progress.fractionCompleted == 1)
+            }
+        }
+    }
+
     @Test func groupMadeWhileAProgressIsCurrent_becomesItsChild() {
         let parent = Progress(totalUnitCount: 1)
         parent.becomeCurrent(withPendingUnitCount: 1)
