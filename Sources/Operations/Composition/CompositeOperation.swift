@@ -143,7 +143,11 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
             cancel(with: AsyncOperationError.childReused(composite: displayName, child: child.displayName))
             return
         }
-        if storage.withLock({ $0.machine.launched(child, slot: slot, attempt: attempt) }) {
+        switch storage.withLock({ $0.machine.launched(child, slot: slot, attempt: attempt) }) {
+        case .add:
+            addChild(child)
+        case .addCancelled:
+            child.cancel() // the composite was cancelled as the factory ran: it finishes cancelled
             addChild(child)
         }
     }
@@ -156,15 +160,16 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
             }
         }
         timer.name = "\(displayName): rerun of child \(slot) in \(delay) s"
-        if storage.withLock({ $0.machine.timerCreated(timer, slot: slot) }) {
+        switch storage.withLock({ $0.machine.timerCreated(timer, slot: slot) }) {
+        case .add:
             addChild(timer)
+        case .drop:
+            break
         }
     }
 
     private func delayElapsed(slot: Int, attempt: Int) {
-        if storage.withLock({ $0.machine.delayElapsed(slot: slot, attempt: attempt) }) {
-            launch(slot: slot, attempt: attempt)
-        }
+        perform(storage.withLock { $0.machine.delayElapsed(slot: slot, attempt: attempt) })
     }
 
     /// Whether `operation` was never queued, started or finished. (A plain Foundation operation

@@ -110,31 +110,47 @@ struct CompositeStateMachine<Child: AnyObject> {
         }
     }
 
-    /// The factory of `slot` returned `child` for `attempt`: `true` if the composite should add
-    /// it, `false` if the composite was cancelled meanwhile.
-    mutating func launched(_ child: Child, slot: Int, attempt: Int) -> Bool {
+    /// What to do with a child a factory just made.
+    enum LaunchAction: Equatable {
+        /// Add it: it is the slot's current attempt.
+        case add
+        /// The composite was cancelled meanwhile (or the attempt is stale): add it cancelled,
+        /// so that it still finishes (the composite waits for it) rather than never.
+        case addCancelled
+    }
+
+    /// The factory of `slot` returned `child` for `attempt`.
+    mutating func launched(_ child: Child, slot: Int, attempt: Int) -> LaunchAction {
         guard phase == .running, slots.indices.contains(slot),
               slots[slot].state == .launching, slots[slot].attempts == attempt
-        else { return false }
+        else { return .addCancelled }
         slots[slot].state = .running
         live[ObjectIdentifier(child)] = Entry(child: child, slot: slot, isTimer: false)
-        return true
+        return .add
     }
 
-    /// A rerun timer for `slot` was created: `true` if the composite should add it.
-    mutating func timerCreated(_ timer: Child, slot: Int) -> Bool {
-        guard phase == .running else { return false }
+    /// What to do with a rerun timer just made.
+    enum TimerAction: Equatable {
+        case add
+        /// The composite was cancelled meanwhile: the rerun will not happen.
+        case drop
+    }
+
+    /// A rerun timer for `slot` was created.
+    mutating func timerCreated(_ timer: Child, slot: Int) -> TimerAction {
+        guard phase == .running else { return .drop }
         live[ObjectIdentifier(timer)] = Entry(child: timer, slot: slot, isTimer: true)
-        return true
+        return .add
     }
 
-    /// The rerun timer of `slot` fired: `true` if the composite should launch `attempt` now.
-    mutating func delayElapsed(slot: Int, attempt: Int) -> Bool {
+    /// The rerun timer of `slot` fired: the attempt to launch now, unless the composite was
+    /// cancelled meanwhile.
+    mutating func delayElapsed(slot: Int, attempt: Int) -> [Step] {
         guard phase == .running, slots.indices.contains(slot),
               slots[slot].state == .delayed, slots[slot].attempts == attempt
-        else { return false }
+        else { return [] }
         slots[slot].state = .launching
-        return true
+        return [.launch(slot: slot, attempt: attempt)]
     }
 
     /// An operation on the composite's queue finished. Operations the composite did not launch

@@ -139,18 +139,25 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             break
         case let .finish(errors):
             finish(errors: errors)
-        case .deliverHeldFinish:
-            deliverHeldFinish()
+        case let .deliverHeldFinish(childErrors):
+            deliverHeldFinish(prepending: childErrors)
         }
     }
 
     /// Cancelled before it executed, or stopped by a failed condition: the children will never
-    /// run, but the group still finishes only after they have (cancelled).
+    /// run, but the group still finishes only after they have (cancelled), with their errors.
     override func holdsFinishWithoutExecuting() -> Bool {
-        guard children.withLock({ $0.holdFinishWithoutExecuting() }) else { return false }
-        queue.cancelAllOperations()
-        queue.isSuspended = false
-        return true
+        switch children.withLock({ $0.holdFinishWithoutExecuting() }) {
+        case .doNotHold:
+            return false
+        case .drainChildren:
+            queue.cancelAllOperations()
+            queue.isSuspended = false
+            return true
+        case let .deliverHeldFinish(childErrors):
+            deliverHeldFinish(prepending: childErrors)
+            return true
+        }
     }
 
     override func cancellationDuringExecution() {

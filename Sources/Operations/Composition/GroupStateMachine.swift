@@ -23,8 +23,8 @@ struct GroupStateMachine {
         case none
         /// Every child finished after the group executed: finish with these errors.
         case finish([any Error])
-        /// Every child drained: deliver the finish held back.
-        case deliverHeldFinish
+        /// Every child drained: deliver the finish held back, with the children's errors first.
+        case deliverHeldFinish(childErrors: [any Error])
     }
 
     private(set) var phase = Phase.waiting
@@ -63,12 +63,27 @@ struct GroupStateMachine {
         return settle()
     }
 
-    /// The group is about to finish without executing: `true` if it holds the finish back until
-    /// its children have drained (it has unfinished children).
-    mutating func holdFinishWithoutExecuting() -> Bool {
-        guard phase == .waiting, unfinishedChildren > 0 else { return false }
-        phase = .draining
-        return true
+    /// What a group about to finish without executing does with its finish.
+    enum HoldAction {
+        /// Nothing to hold (it executed after all): finish as usual.
+        case doNotHold
+        /// Hold the finish back, cancel the children and let them drain: `childFinished`
+        /// delivers it once the last one has finished.
+        case drainChildren
+        /// No child is left: deliver the held finish now, with the children's errors first.
+        case deliverHeldFinish(childErrors: [any Error])
+    }
+
+    /// The group is about to finish without executing (cancelled, or a condition failed). It
+    /// finishes only after its children, and with their errors, as a group that ran does.
+    mutating func holdFinishWithoutExecuting() -> HoldAction {
+        guard phase == .waiting else { return .doNotHold }
+        guard unfinishedChildren == 0 else {
+            phase = .draining
+            return .drainChildren
+        }
+        phase = .drained
+        return .deliverHeldFinish(childErrors: childErrors)
     }
 
     /// The group finished: returns whether it never executed (its children must be cancelled
@@ -86,7 +101,7 @@ struct GroupStateMachine {
             return .finish(childErrors)
         case .draining:
             phase = .drained
-            return .deliverHeldFinish
+            return .deliverHeldFinish(childErrors: childErrors)
         case .waiting, .drained, .done:
             return .none
         }

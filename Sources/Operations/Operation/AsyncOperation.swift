@@ -242,8 +242,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     func holdsFinishWithoutExecuting() -> Bool { false }
 
     /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
-    func deliverHeldFinish() {
-        if let held = lifecycle.withLock({ $0.takeHeldFinish() }) {
+    /// `childErrors` come first in its errors (a group's children's, as for a group that ran).
+    func deliverHeldFinish(prepending childErrors: [any Error] = []) {
+        if let held = lifecycle.withLock({ $0.takeHeldFinish(prepending: childErrors) }) {
             perform(held)
         }
     }

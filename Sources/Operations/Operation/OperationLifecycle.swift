@@ -899,9 +899,13 @@ struct OperationLifecycle {
 
     /// Takes the finish held back, if any (to deliver it, or because it was delivered). Its
     /// errors and observers are final: none are taken once finishing began.
-    mutating func takeHeldFinish() -> FinishAction? {
+    /// `childErrors` (a group's children's, which drained meanwhile) come first in `errors`.
+    mutating func takeHeldFinish(prepending childErrors: [any Error] = []) -> FinishAction? {
         guard holdsFinish else { return nil }
         updateFinishing { $0.isHeld = false }
+        if !childErrors.isEmpty {
+            errors = childErrors + errors
+        }
         return .deliver(observers: observers, errors: errors, mayBeHeld: false)
     }
 

@@ -139,4 +139,31 @@ private func run(_ operation: Foundation.Operation) {
         #expect(launched.all.first?.isCancelled == true)
         #expect(handlerCalls.current == 0)
     }
+
+    // Found by a soak: a composite cancelled just as its factory made a child dropped that child,
+    // which then never finished.
+    @Test(arguments: [true, false])
+    func compositeCancelledWhileItsFactoryMakesAChild_stillFinishesThatChild(cascade: Bool) {
+        // Given a composite whose factory cancels the composite before returning its child
+        let box = WeakBox<CompositeOperation>()
+        let made = Recorder<AsyncBlockOperation>()
+        let declare: (inout CompositeChildren) -> Void = { children in
+            children.add {
+                box.object?.cancel()
+                let child = AsyncBlockOperation {}
+                made.append(child)
+                return child
+            }
+        }
+        let composite: CompositeOperation = cascade ? CascadeOperation(declare) : TransactionOperation(declare)
+        box.object = composite
+
+        // When it runs
+        run(composite)
+
+        // Then the child it made finished (cancelled), before the composite did
+        #expect(composite.isFinished && composite.isCancelled)
+        #expect(made.all.count == 1)
+        #expect(made.all.allSatisfy { $0.isFinished && $0.isCancelled })
+    }
 }

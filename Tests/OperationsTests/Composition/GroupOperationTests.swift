@@ -190,6 +190,42 @@ import TestSupport
         group = nil
         #expect(groupProbe.isReleased())
     }
+
+    // Found by a soak (API.md, semantics 7: a group's errors hold every child's errors and its
+    // own): a group cancelled before it executed reported none of its children's errors.
+    @Test func groupCancelledBeforeItExecutes_reportsItsChildrensErrors_thenItsOwn() {
+        // Given a group not yet executing, one of whose children was cancelled with an error
+        let childError = StubError("child")
+        let groupError = StubError("group")
+        let failedChild = AsyncBlockOperation {}
+        let group = GroupOperation(operations: [failedChild, AsyncBlockOperation {}])
+        failedChild.cancel(with: childError)
+
+        // When the group is cancelled with an error of its own, and runs
+        group.cancel(with: groupError)
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+
+        // Then its errors are the child's, then its own
+        #expect(group.errors.asStubErrors == [childError, groupError])
+    }
+
+    @Test func groupCancelledBeforeItExecutes_withEveryChildAlreadyFinished_reportsTheirErrors() {
+        // Given a group whose only child, waiting for a dependency, was cancelled with an error
+        // (so it finished before the group ran)
+        let childError = StubError("child")
+        let child = AsyncBlockOperation {}
+        child.addDependency(AsyncBlockOperation {}) // never runs
+        let group = GroupOperation(operations: [child])
+        child.cancel(with: childError)
+        #expect(waitUntil { child.isFinished })
+
+        // When the group is cancelled before it executes, and runs
+        group.cancel()
+        AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
+
+        // Then it still reports the child's error
+        #expect(group.errors.asStubErrors == [childError])
+    }
 }
 
 /// Calls `body` when the observed operation starts.
