@@ -21,6 +21,23 @@ enum DependencyWatcher {
         return watcher
     }
 
+    /// Keeps `operation` alive until each of `dependencies` has finished.
+    ///
+    /// swift-corelibs-foundation's `Operation` points from a dependency to its dependents without
+    /// retaining them, and does not take a cancelled dependent out: a plain operation cancelled
+    /// and released before its dependency finished is freed while the dependency still points at
+    /// it, and the dependency's finish then touches freed memory. A queue keeps the plain
+    /// operations it is given alive until then (it already does so for its own operations).
+    static func keepAlive(_ operation: Operation, untilFinished dependencies: [Operation]) {
+        let unfinished = dependencies.filter { !$0.isFinished }
+        guard !unfinished.isEmpty else { return }
+        let keeper = BlockOperation { withExtendedLifetime(operation) {} }
+        for dependency in unfinished {
+            keeper.addDependency(dependency)
+        }
+        queue.addOperation(keeper)
+    }
+
     /// Stops `watcher`. It first detaches from the watched operation: Foundation keeps an
     /// unretained pointer from a dependency to its dependents, which must not outlive the watcher.
     static func stop(_ watcher: Operation) {

@@ -255,6 +255,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         } else {
             context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
+            let dependencies = operation.dependencies
+            if !dependencies.isEmpty {
+                DependencyWatcher.keepAlive(operation, untilFinished: dependencies)
+            }
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         }
     }

@@ -1130,6 +1130,32 @@ import TestSupport
     private func labels(_ errors: [any Error]) -> [String] {
         errors.map { ($0 as? StubError)?.label ?? "\($0)" }.sorted()
     }
+
+    // Found by a soak (a use-after-free in swift-corelibs-foundation that users reach through
+    // the queue): a cancelled plain operation released before its dependency finished was freed
+    // while the dependency still pointed at it.
+    @Test func cancelledPlainOperation_isKeptAliveUntilItsDependencyFinished() {
+        // Given a plain operation waiting for one that runs until told, both on a queue
+        let held = HeldOperations()
+        let dependency = held.make(uniqueName("dependency"))
+        var plain: BlockOperation? = BlockOperation {}
+        plain!.addDependency(dependency)
+        let queue = AsyncOperationQueue()
+        queue.addOperations([dependency, plain!], waitUntilFinished: false)
+        #expect(held.waitUntilStarted(dependency.name!))
+        let probe = WeakProbe(plain!)
+
+        // When the plain one is cancelled, finishes, and nothing else holds it
+        plain!.cancel()
+        #expect(waitUntil { plain!.isFinished })
+        plain = nil
+
+        // Then it stays alive while its dependency runs, and is released once it finished
+        #expect(!probe.isReleased(timeout: 0.2))
+        held.finish(dependency.name!)
+        #expect(waitUntilFinished([dependency]))
+        #expect(probe.isReleased())
+    }
 }
 
 /// A condition that is an object, so that a test can check it is released.
