@@ -126,11 +126,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
         childDidFinish(child, errors: errors)
-        let action = children.withLock { $0.childFinished(errors: errors) }
         if !(child is GroupOperation) { // a child group's progress rolled up by itself
+            // Counted before the group hears of it: the child that turns out last then finds
+            // every other child counted, and the group's completion comes after all of them.
             updateProgress(ProgressDelta(finished: 1))
         }
-        perform(action)
+        perform(children.withLock { $0.childFinished(errors: errors) })
     }
 
     private func perform(_ action: GroupStateMachine.Action) {

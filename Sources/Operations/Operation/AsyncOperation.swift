@@ -60,7 +60,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     func cancellationDuringExecution() {}
 
     /// Called once when the operation is cancelled, in any state before its finish, after its
-    /// observers heard it. A group cancels its progress here.
+    /// observers heard it and it reacted (`cancellationDuringExecution()`). A group cancels its
+    /// progress here.
     func wasCancelled() {}
 
     /// Called once the operation's finish is final, before `isFinished` becomes true, to release
@@ -305,7 +306,6 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             for observer in observers {
                 observer.operationDidCancel(self)
             }
-            wasCancelled()
             let heldBack = lifecycle.withLock { $0.notificationDelivered() }
             switch followUp {
             case .none:
@@ -317,6 +317,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             case let .releaseCategories(categories):
                 ExclusivityController.shared.release(categories)
             }
+            wasCancelled() // after the operation's own reaction: a group has cancelled its children
             perform(heldBack)
         }
     }
