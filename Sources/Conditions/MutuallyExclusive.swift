@@ -4,11 +4,13 @@ import Operations
 /// Lets at most one operation carrying this condition execute at a time, process-wide, for the
 /// category named after `Category`.
 ///
-/// Operations of a category start in the order they were added to their queues, on every
-/// `AsyncOperationQueue`, counting from when their dependencies have finished: an operation still
-/// waiting for a dependency does not hold up later ones. An operation with several mutually exclusive conditions holds all of
-/// their categories at once; overlapping categories never deadlock. Cancelling or failing an
-/// operation frees its categories. A waiting operation occupies no concurrency slot.
+/// Operations of a category that are otherwise free to run (dependencies finished, conditions
+/// passed, their queue's turn and a free slot) get it in the order they were added to their
+/// queues, on every `AsyncOperationQueue`: an operation still waiting for anything else does not
+/// hold up later ones, and is never granted a category it could not use at once. An operation
+/// with several mutually exclusive conditions holds all of their categories at once; overlapping
+/// categories never deadlock. Cancelling or failing an operation frees its categories. A waiting
+/// operation occupies no concurrency slot.
 ///
 /// ```swift
 /// enum Database {}

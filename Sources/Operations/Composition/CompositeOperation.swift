@@ -176,7 +176,7 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
     /// waiting on a plain `OperationQueue` cannot be told apart from an unused one.)
     private static func isUnused(_ operation: Foundation.Operation) -> Bool {
         if let operation = operation as? AsyncOperation {
-            return operation.lifecycle.withLock { $0.phase == .initialized }
+            return operation.isUnused
         }
         return !operation.isExecuting && !operation.isFinished
             && PlainOperationRegistry.ticket(of: operation) == nil

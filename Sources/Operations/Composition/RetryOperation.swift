@@ -89,8 +89,9 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
             let willRetry = retry(afterAttemptFailedWith: errors)
             super.recordChildFinished(child, errors: willRetry ? [] : errors)
         case .backoffWait:
-            let (pending, finishedWait) = state.withLock { $0.backoffFinished() }
-            _ = finishedWait // released outside the lock
+            let end = state.withLock { $0.backoffFinished() }
+            guard case let .waited(pending, released) = end else { return }
+            _ = released // the wait leaves outside the lock
             if !startAttempt() {
                 super.recordChildFinished(child, errors: pending + errors)
                 return
@@ -115,7 +116,8 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         }
         let wait = DelayOperation(delay)
         wait.name = "RetryOperation backoff before attempt \(attemptCount + 1)"
-        state.withLock { $0.backoffStarted(wait, after: errors) }
+        let previousWait = state.withLock { $0.backoffStarted(wait, after: errors) }
+        _ = previousWait // released outside the lock
         addChildren([wait]) // cancelled at once if the retry operation was cancelled meanwhile
         return true
     }
@@ -128,15 +130,18 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     }
 
     private func makeNextAttempt() -> Attempt? {
-        guard let (makeAttempt, number) = state.withLock({ $0.attemptDue() }) else { return nil }
+        guard case let .make(makeAttempt, number) = state.withLock({ $0.attemptDue() }) else { return nil }
         let attempt = makeAttempt(number)
-        guard attempt.lifecycle.withLock({ $0.phase == .initialized }) else {
+        guard attempt.isUnused else {
             // Operations cannot be restarted: stop, as composites do with a reused child.
-            state.withLock { $0.attemptRejected() }
-            cancel(with: AsyncOperationError.childReused(composite: displayName, child: attempt.displayName))
+            switch state.withLock({ $0.attemptRejected() }) {
+            case .cancelRetry:
+                cancel(with: AsyncOperationError.childReused(composite: displayName, child: attempt.displayName))
+            }
             return nil
         }
-        state.withLock { $0.attemptMade(attempt) }
+        let previous = state.withLock { $0.attemptMade(attempt) }
+        _ = previous // the attempt it replaces leaves outside the lock
         return attempt
     }
 

@@ -18,11 +18,34 @@ struct RetryStateMachine<Attempt: AsyncOperation> {
         case other
     }
 
-    /// The closures and the wait a finished retry operation lets go of.
+    /// What an event lets go of, to be released after unlocking: its `deinit` may be user code.
     struct Released {
         var makeAttempt: MakeAttempt?
         var shouldRetry: ShouldRetry?
         var backoffWait: DelayOperation?
+        /// The attempt a newer one replaced as `lastAttempt`.
+        var previousAttempt: Attempt?
+    }
+
+    /// Whether another attempt is due.
+    enum AttemptDue {
+        /// Make attempt `number` with `make` (outside the lock).
+        case make(MakeAttempt, number: Int)
+        /// The retry operation has finished: no more attempts.
+        case none
+    }
+
+    /// What follows the factory's returning an operation that was already queued or run.
+    enum Rejection {
+        /// The retry operation stops: it is cancelled with `AsyncOperationError.childReused`.
+        case cancelRetry
+    }
+
+    /// What follows the end of the wait before the next attempt.
+    enum BackoffEnd {
+        /// Make the next attempt; if none follows, report `pendingErrors` (the failed attempt's).
+        /// The wait leaves in `released`.
+        case waited(pendingErrors: [any Error], released: Released)
     }
 
     private(set) var attemptCount = 0
@@ -45,34 +68,38 @@ struct RetryStateMachine<Attempt: AsyncOperation> {
         return .other
     }
 
-    /// The next attempt is due: counts it and returns its number with the factory to make it
-    /// with (outside the lock); `nil` once the retry operation has finished.
-    mutating func attemptDue() -> (make: MakeAttempt, number: Int)? {
-        guard let makeAttempt else { return nil }
+    /// The next attempt is due: counts it.
+    mutating func attemptDue() -> AttemptDue {
+        guard let makeAttempt else { return .none }
         attemptCount += 1
-        return (makeAttempt, attemptCount)
+        return .make(makeAttempt, number: attemptCount)
     }
 
     /// The factory returned an operation that was already queued or run: it does not count.
-    mutating func attemptRejected() {
+    mutating func attemptRejected() -> Rejection {
         attemptCount -= 1
+        return .cancelRetry
     }
 
-    mutating func attemptMade(_ attempt: Attempt) {
-        lastAttempt = attempt
+    /// The factory made `attempt`, now the latest; the one before leaves.
+    mutating func attemptMade(_ attempt: Attempt) -> Released {
+        defer { lastAttempt = attempt }
+        return Released(previousAttempt: lastAttempt)
     }
 
     /// A failed attempt is to be retried after `wait`; `errors` are reported if none follows.
-    mutating func backoffStarted(_ wait: DelayOperation, after errors: [any Error]) {
-        backoffWait = wait
-        errorsAwaitingRetry = errors
+    mutating func backoffStarted(_ wait: DelayOperation, after errors: [any Error]) -> Released {
+        defer {
+            backoffWait = wait
+            errorsAwaitingRetry = errors
+        }
+        return Released(backoffWait: backoffWait)
     }
 
-    /// The wait before the next attempt finished: the errors it was for, and the wait (to
-    /// release outside the lock).
-    mutating func backoffFinished() -> (pendingErrors: [any Error], wait: DelayOperation?) {
+    /// The wait before the next attempt finished.
+    mutating func backoffFinished() -> BackoffEnd {
         defer { errorsAwaitingRetry = [] }
-        return (errorsAwaitingRetry, backoffWait.take())
+        return .waited(pendingErrors: errorsAwaitingRetry, released: Released(backoffWait: backoffWait.take()))
     }
 
     /// The retry operation finished: no attempt is made any more.

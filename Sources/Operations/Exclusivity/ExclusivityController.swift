@@ -1,13 +1,12 @@
 /// Process-wide mutual exclusion for operation categories.
 ///
-/// An operation takes its place in the line of each of its categories when its dependencies have
-/// finished and its conditions start being evaluated (a *reservation*), in the order operations
-/// were added to queues; a group's children stand where their outermost group stands (see
-/// `LinePlace`), so an operation waiting for a group's category never shuts out the group's own
-/// children. Once its conditions pass it becomes *eligible*, and it is
-/// granted its categories when none is held and it is first in each of its lines. An operation
-/// still waiting for its dependencies has no place yet, so a later operation it depends on is
-/// never stuck behind it.
+/// An operation asks for its categories once it is otherwise free to run: its dependencies
+/// finished, its conditions passed, and its queue has its turn and a slot for it. It then takes
+/// its place in the line of each of its categories, by the order operations were added to queues;
+/// a group's children stand where their outermost group stands (see `LinePlace`), so an operation
+/// waiting for a group's category never shuts out the group's own children. It is granted its
+/// categories when none is held and it is first in each of its lines. An operation still waiting
+/// for anything else has no place yet, so nothing it waits for is ever stuck behind it.
 ///
 /// Because every line is ordered by the same places, the lowest place in line is first in all of
 /// its lines, so overlapping categories never deadlock. Waiting happens here, outside
@@ -17,19 +16,9 @@ final class ExclusivityController: Sendable {
 
     private let state = Locked<ExclusivityState>.make(ExclusivityState())
 
-    /// Takes `operation`'s place in line while its conditions are evaluated, unless it has
-    /// already moved on (its conditions answered, or it finished) in the meantime.
-    func reserve(for operation: AsyncOperation) {
-        state.withLock { state in
-            // The operation's lock is taken inside this one; nothing takes them the other way round.
-            guard let (place, categories) = operation.enterLineIfStillEvaluating() else { return }
-            state.reserve(ExclusivityState.Request(place: place, operation: operation, categories: categories))
-        }
-    }
-
-    /// Asks for `categories` for `operation`, whose conditions passed: `true` if granted now;
-    /// otherwise `categoriesWereGranted()` is called later.
-    func acquire(_ categories: [String], for operation: AsyncOperation, place: LinePlace) -> Bool {
+    /// Asks for `categories` for `operation`, which is free to run (its conditions passed, its
+    /// queue has a slot for it).
+    func acquire(_ categories: [String], for operation: AsyncOperation, place: LinePlace) -> ExclusivityState.Acquisition {
         state.withLock { $0.acquire(ExclusivityState.Request(place: place, operation: operation, categories: categories)) }
     }
 
@@ -42,22 +31,18 @@ final class ExclusivityController: Sendable {
     /// `false` if it was not in line (it was granted its categories meanwhile, say).
     @discardableResult
     func withdraw(place: LinePlace, from categories: [String]) -> Bool {
-        let (wasInLine, granted) = state.withLock { $0.withdraw(place: place, from: categories) }
-        grant(granted)
-        return wasInLine
+        switch state.withLock({ $0.withdraw(place: place, from: categories) }) {
+        case .notInLine:
+            return false
+        case let .withdrew(granted):
+            grant(granted)
+            return true
+        }
     }
 
     /// Where the waiter at `place` stands in each of `categories`' lines, for inspection.
     func standings(of place: LinePlace, in categories: [String]) -> [CategoryStanding] {
         state.withLock { $0.standings(of: place, in: categories) }
-    }
-
-    /// Takes an eligible waiter out of line (its queue was suspended); `false` if it was not in
-    /// line or not eligible yet (see `ExclusivityState.withdrawIfEligible`).
-    func withdrawIfEligible(place: LinePlace, from categories: [String]) -> Bool {
-        let (wasInLine, granted) = state.withLock { $0.withdrawIfEligible(place: place, from: categories) }
-        grant(granted)
-        return wasInLine
     }
 
     /// The categories currently held, for tests and diagnostics.

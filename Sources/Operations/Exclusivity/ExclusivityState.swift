@@ -1,10 +1,5 @@
 import Foundation
 
-/// The rules of mutual exclusion, without threads: which categories are held, who is in line.
-///
-/// Each category keeps its waiters in a line ordered by `LinePlace`; an operation needing several
-/// categories stands in each of their lines. The common case, one category, touches the
-/// category table once per call (this is the hot path of every exclusive operation).
 /// Where an operation stands in one category's line, for inspection.
 struct CategoryStanding {
     let category: String
@@ -13,6 +8,13 @@ struct CategoryStanding {
     let waitersAhead: Int?
 }
 
+/// The rules of mutual exclusion, without threads: which categories are held, who is in line.
+///
+/// Each category keeps its waiters in a line ordered by `LinePlace`; an operation needing several
+/// categories stands in each of their lines. Only operations free to run (dependencies finished,
+/// conditions passed, a slot on their queue) ask, so the line orders exactly those. The common
+/// case, one category, touches the category table once per call (this is the hot path of every
+/// exclusive operation).
 struct ExclusivityState: Sendable {
     struct Request {
         let place: LinePlace
@@ -20,11 +22,25 @@ struct ExclusivityState: Sendable {
         let categories: [String]
     }
 
+    /// The answer to a request.
+    enum Acquisition: Equatable {
+        /// Every category is held for it now.
+        case granted
+        /// It waits in its categories' lines; a release or withdrawal grants it later.
+        case waits
+    }
+
+    /// The answer to a withdrawal.
+    enum Withdrawal {
+        /// It stood in none of the lines (it was granted meanwhile, say).
+        case notInLine
+        /// It left the lines; `granted` were let in behind it.
+        case withdrew(granted: Granted)
+    }
+
     private struct Waiter {
         let operation: AsyncOperation
         let categories: [String]
-        /// Its conditions passed: it is granted once it is first in all of its lines.
-        var isEligible: Bool
     }
 
     private struct Category {
@@ -51,25 +67,20 @@ struct ExclusivityState: Sendable {
         }
     }
 
-    /// Puts the request in line (not yet eligible) unless it already is.
-    mutating func reserve(_ request: Request) {
-        enterLines(request, isEligible: false)
-    }
-
-    /// Marks the request eligible and grants its categories if it can have them now.
-    mutating func acquire(_ request: Request) -> Bool {
+    /// An operation free to run asks for its categories: granted if every one is free and
+    /// nobody stands ahead of it in their lines; otherwise it takes its place in them.
+    mutating func acquire(_ request: Request) -> Acquisition {
         if request.categories.count == 1 {
             return acquireAlone(request)
         }
-        let isInLine = categories[request.categories[0]]?.line.position(of: request.place) != nil
-        if !isInLine && isClearAhead(of: request) {
+        if isClearAhead(of: request) {
             hold(request.categories, for: request.operation)
-            return true
+            return .granted
         }
-        enterLines(request, isEligible: true)
-        guard canGrant(place: request.place, categories: request.categories) else { return false }
-        grant(request.categories, to: request.operation)
-        return true
+        enterLines(request)
+        guard canGrant(place: request.place, categories: request.categories) else { return .waits }
+        grant(request.categories, to: request.operation) // it stood first already: asked twice
+        return .granted
     }
 
     mutating func release(_ names: [String]) -> Granted {
@@ -82,44 +93,35 @@ struct ExclusivityState: Sendable {
         return Granted(grantWaiters(in: names))
     }
 
-    /// Takes the waiter at `place` out of `names`' lines if it is eligible (its request was
-    /// made): a suspended queue's operation steps out. An operation still evaluating its
-    /// conditions, or whose request is on its way, is left alone: its own request decides.
-    mutating func withdrawIfEligible(place: LinePlace, from names: [String]) -> (wasInLine: Bool, granted: Granted) {
-        guard let first = names.first, let line = categories[first]?.line,
-              let position = line.position(of: place), line.element(at: position)?.isEligible == true
-        else { return (false, .none) }
-        return withdraw(place: place, from: names)
-    }
-
-    /// Takes the waiter at `place` out of `names`' lines; `wasInLine` is false if it stood in
-    /// none of them (it was granted meanwhile, say).
-    mutating func withdraw(place: LinePlace, from names: [String]) -> (wasInLine: Bool, granted: Granted) {
+    /// Takes the waiter at `place` out of `names`' lines (it finished, or its queue was
+    /// suspended), and lets in whoever that frees.
+    mutating func withdraw(place: LinePlace, from names: [String]) -> Withdrawal {
         var wasInLine = false
         for name in names {
             if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
         }
-        return (wasInLine, wasInLine ? Granted(grantWaiters(in: names)) : .none)
+        return wasInLine ? .withdrew(granted: Granted(grantWaiters(in: names))) : .notInLine
     }
 
     // MARK: One category: a single lookup
 
-    private mutating func acquireAlone(_ request: Request) -> Bool {
+    private mutating func acquireAlone(_ request: Request) -> Acquisition {
         withCategory(request.categories[0]) { category in
-            if let position = category.line.position(of: request.place) {
-                category.line.update(at: position) { $0.isEligible = true }
-                guard !category.isHeld, position == category.line.firstPosition else { return false }
-                category.line.removeFirst()
-                category.holder = request.operation
-                return true
+            if !category.isHeld {
+                guard let first = category.line.first else {
+                    category.holder = request.operation
+                    return .granted
+                }
+                if request.place <= first.place {
+                    if request.place == first.place { category.line.removeFirst() } // asked twice
+                    category.holder = request.operation
+                    return .granted
+                }
             }
-            if !category.isHeld, category.line.first.map({ request.place < $0.place }) ?? true {
-                category.holder = request.operation
-                return true
+            if category.line.position(of: request.place) == nil {
+                category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
             }
-            let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: true)
-            category.line.insert(waiter, place: request.place)
-            return false
+            return .waits
         }
     }
 
@@ -127,7 +129,7 @@ struct ExclusivityState: Sendable {
         var needsOtherCategories = false
         let granted = withCategory(name) { category -> AsyncOperation? in
             category.holder = nil
-            guard let (_, first) = category.line.first, first.isEligible else { return nil }
+            guard let (_, first) = category.line.first else { return nil }
             guard first.categories.count == 1 else {
                 needsOtherCategories = true
                 return nil
@@ -157,14 +159,11 @@ struct ExclusivityState: Sendable {
 
     // MARK: Several categories
 
-    private mutating func enterLines(_ request: Request, isEligible: Bool) {
+    private mutating func enterLines(_ request: Request) {
         for name in request.categories {
             withCategory(name) { category in
-                if let position = category.line.position(of: request.place) {
-                    if isEligible { category.line.update(at: position) { $0.isEligible = true } }
-                } else {
-                    let waiter = Waiter(operation: request.operation, categories: request.categories, isEligible: isEligible)
-                    category.line.insert(waiter, place: request.place)
+                if category.line.position(of: request.place) == nil {
+                    category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
                 }
             }
         }
@@ -207,7 +206,7 @@ struct ExclusivityState: Sendable {
     private mutating func grantWaiters(in names: [String]) -> [AsyncOperation] {
         var granted: [AsyncOperation] = []
         for name in names {
-            guard let (place, first) = categories[name]?.line.first, first.isEligible,
+            guard let (place, first) = categories[name]?.line.first,
                   canGrant(place: place, categories: first.categories)
             else { continue }
             grant(first.categories, to: first.operation)

@@ -114,12 +114,6 @@ extension AsyncOperation {
         perform(heldBack)
         guard unanswered > 0 else { return }
         logWaiting()
-        if !categories.isEmpty {
-            // A condition answers later: hold this operation's place in line meanwhile, so later
-            // operations of its categories do not overtake it. (Conditions that all answer at once
-            // need no reservation: the operation asks for its categories straight away.)
-            ExclusivityController.shared.reserve(for: self)
-        }
         let timeout = queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout
         if timeout.isFinite {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
@@ -191,13 +185,6 @@ extension AsyncOperation {
 
     // MARK: - Mutual exclusion
 
-    /// Whether this operation is still evaluating its conditions; if so, marks it as in line.
-    /// Called by the exclusivity controller under its lock, so a reservation never lands after
-    /// the operation already asked for (or gave up) its categories.
-    func enterLineIfStillEvaluating() -> (place: LinePlace, categories: [String])? {
-        lifecycle.withLock { $0.reserveLineWhileEvaluating() }
-    }
-
     /// Asks for the categories once the conditions passed: only while its queue runs and has a
     /// free slot (otherwise it parks, holding no category, until it may ask). `queueJustChecked`:
     /// the queue let it through a moment ago (conditions that all answered at once).
@@ -218,9 +205,10 @@ extension AsyncOperation {
         }
         // Marked as in line first, so that a finish from now on takes it out of line again.
         guard let place = lifecycle.withLock({ $0.enterLine() }) else { return }
-        if ExclusivityController.shared.acquire(categories, for: self, place: place) {
+        switch ExclusivityController.shared.acquire(categories, for: self, place: place) {
+        case .granted:
             categoriesWereGranted()
-        } else {
+        case .waits:
             logWaiting()
         }
     }
@@ -233,18 +221,17 @@ extension AsyncOperation {
     }
 
     /// Its queue was suspended while it waits in a category's line: it steps out, and back in
-    /// when the queue resumes. Only an eligible waiter steps out (its request was answered with
-    /// "wait"); one still evaluating its conditions, or whose request is on its way, is left to
-    /// its own request, which parks it. (If it was granted its categories meanwhile, the hand-off
-    /// gives them back instead: `giveBackCategoriesWhileSuspended()`.)
+    /// when the queue resumes. One whose request is still on its way is left to that request,
+    /// which parks it. (If it was granted its categories meanwhile, the hand-off gives them back
+    /// instead: `giveBackCategories()`.)
     func leaveCategoryLinesWhileSuspended() {
         let standing = lifecycle.withLock { state -> (LinePlace, [String], AsyncOperationQueue, UInt64)? in
-            guard state.phase == .waitingForCategories, state.hasReservation, !state.holdsCategories,
+            guard state.phase == .waitingForCategories, state.isInLine, !state.holdsCategories,
                   !state.categories.isEmpty, let queue = state.queue else { return nil }
             return (state.linePlace, state.categories, queue, state.ticket)
         }
         guard let (place, categories, queue, ticket) = standing,
-              ExclusivityController.shared.withdrawIfEligible(place: place, from: categories) else { return }
+              ExclusivityController.shared.withdraw(place: place, from: categories) else { return }
         _ = lifecycle.withLock { $0.leaveLine() } // out of line: a finish from now on has nothing to withdraw
         parkUntilResumed(on: queue, ticket: ticket)
     }

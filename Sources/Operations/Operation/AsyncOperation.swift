@@ -112,6 +112,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         snapshot().description
     }
 
+    /// Whether the operation was never added to a queue, started or finished.
+    var isUnused: Bool {
+        lifecycle.withLock { $0.phase == .initialized }
+    }
+
     /// Whether the operation collected any error.
     public final var isFailed: Bool {
         lifecycle.withLock { !$0.errors.isEmpty }

@@ -196,7 +196,8 @@ struct OperationLifecycle {
     var ticket: UInt64 { placement?.ticket ?? 0 }
     var linePlace: LinePlace { placement?.linePlace ?? LinePlace(root: 0, ticket: 0) }
     var holdsCategories: Bool { standing?.holds ?? false }
-    var hasReservation: Bool { standing?.inLine ?? false }
+    /// It stands in its categories' lines (or its request to is on its way).
+    var isInLine: Bool { standing?.inLine ?? false }
 
     /// `execute()` was (or is about to be) called.
     var executionBegan: Bool {
@@ -674,14 +675,6 @@ struct OperationLifecycle {
 
     // MARK: - Standing in category lines
 
-    /// Takes its place in its categories' lines while conditions are evaluated (a reservation);
-    /// `nil` if it has moved on already.
-    mutating func reserveLineWhileEvaluating() -> (place: LinePlace, categories: [String])? {
-        guard phase == .evaluatingConditions, !categories.isEmpty else { return nil }
-        updateStanding { $0.inLine = true }
-        return (linePlace, categories)
-    }
-
     /// About to ask for its categories: from now on a finish takes it out of line. `nil` if it
     /// no longer waits for them.
     mutating func enterLine() -> LinePlace? {
@@ -692,7 +685,7 @@ struct OperationLifecycle {
 
     /// Leaves its categories' lines (its queue is suspended); `nil` if it stands in none.
     mutating func leaveLine() -> (place: LinePlace, categories: [String])? {
-        guard hasReservation, !holdsCategories, !hasBegunFinishing, !categories.isEmpty else { return nil }
+        guard isInLine, !holdsCategories, !hasBegunFinishing, !categories.isEmpty else { return nil }
         updateStanding { $0.inLine = false }
         return (linePlace, categories)
     }

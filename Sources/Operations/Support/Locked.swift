@@ -22,9 +22,7 @@ typealias PlatformMutex = pthread_mutex_t
 /// closure's or an object's `deinit` is user code): collect what must be called or released,
 /// return it, and call or drop it after the lock is released.
 ///
-/// Locks are not nested, with one exception: `ExclusivityController.reserve(for:)` reads an
-/// operation's lifecycle under the exclusivity lock (order: exclusivity, then lifecycle; nothing
-/// takes them the other way round).
+/// Locks never nest: a thread holds at most one (`LockDiscipline` checks it in debug builds).
 package struct Locked<Value> {
     private let storage: LockStorage<Value>
 
@@ -89,7 +87,11 @@ final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
 
     @inline(__always)
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try withUnsafeMutablePointers { value, mutex in
+        #if DEBUG
+        LockDiscipline.willLock()
+        defer { LockDiscipline.didUnlock() }
+        #endif
+        return try withUnsafeMutablePointers { value, mutex in
             #if canImport(Darwin)
             os_unfair_lock_lock(mutex)
             defer { os_unfair_lock_unlock(mutex) }

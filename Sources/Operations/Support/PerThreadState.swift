@@ -25,6 +25,10 @@ final class PerThreadState {
     var finishing: [ObjectIdentifier] = []
     /// This thread is applying progress changes (`ProgressApplier`).
     var isApplyingProgress = false
+    /// Engine locks this thread holds now (debug builds count them: `LockDiscipline`).
+    var locksHeld = 0
+    /// Who hears this thread's lock violations, if not the default (`LockDiscipline`).
+    var lockViolationHandler: LockDiscipline.ViolationHandler?
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

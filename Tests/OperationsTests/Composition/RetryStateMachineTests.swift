@@ -10,13 +10,18 @@ import TestSupport
         RetryStateMachine(makeAttempt: { _ in AsyncBlockOperation {} }, shouldRetry: nil)
     }
 
+    private func number(_ due: RetryStateMachine<AsyncBlockOperation>.AttemptDue) -> Int? {
+        guard case let .make(_, number) = due else { return nil }
+        return number
+    }
+
     @Test func attemptsAreNumberedFromOne_andARejectedOneDoesNotCount() {
         var state = machine()
-        #expect(state.attemptDue()?.number == 1)
-        #expect(state.attemptDue()?.number == 2)
-        state.attemptRejected()
+        #expect(number(state.attemptDue()) == 1)
+        #expect(number(state.attemptDue()) == 2)
+        _ = state.attemptRejected()
         #expect(state.attemptCount == 1)
-        #expect(state.attemptDue()?.number == 2)
+        #expect(number(state.attemptDue()) == 2)
     }
 
     @Test func roles_tellTheLatestAttempt_theWait_andAnythingElse() {
@@ -24,9 +29,10 @@ import TestSupport
         let first = AsyncBlockOperation {}
         let second = AsyncBlockOperation {}
         let wait = DelayOperation(0)
-        state.attemptMade(first)
-        state.backoffStarted(wait, after: [StubError("first failed")])
-        state.attemptMade(second)
+        _ = state.attemptMade(first)
+        _ = state.backoffStarted(wait, after: [StubError("first failed")])
+        let replaced = state.attemptMade(second)
+        #expect(replaced.previousAttempt === first) // released by the caller, outside the lock
         #expect(state.role(of: second) == .attempt)
         #expect(state.role(of: first) == .other) // only the latest attempt counts
         #expect(state.role(of: wait) == .backoffWait)
@@ -36,19 +42,20 @@ import TestSupport
     @Test func theWaitFinishing_handsBackItsErrorsOnce() {
         var state = machine()
         let wait = DelayOperation(0)
-        state.backoffStarted(wait, after: [StubError("first failed")])
-        let (pending, finished) = state.backoffFinished()
+        _ = state.backoffStarted(wait, after: [StubError("first failed")])
+        guard case let .waited(pending, released) = state.backoffFinished() else { return }
         #expect(pending.asStubErrors == [StubError("first failed")])
-        #expect(finished === wait)
+        #expect(released.backoffWait === wait)
         #expect(state.role(of: wait) == .other)
-        #expect(state.backoffFinished().pendingErrors.isEmpty)
+        guard case let .waited(pendingAgain, _) = state.backoffFinished() else { return }
+        #expect(pendingAgain.isEmpty)
     }
 
     @Test func afterRelease_noAttemptIsDue_andTheClosuresLeave() {
         var state = RetryStateMachine<AsyncBlockOperation>(makeAttempt: { _ in AsyncBlockOperation {} }, shouldRetry: { _ in true })
         let released = state.release()
         #expect(released.makeAttempt != nil && released.shouldRetry != nil)
-        #expect(state.attemptDue() == nil)
+        #expect(number(state.attemptDue()) == nil)
         #expect(state.shouldRetry == nil)
     }
 }

@@ -11,10 +11,10 @@ import Testing
 
     @Test func freeCategory_isGrantedAtOnce_andHeld() {
         var state = ExclusivityState()
-        let firstGranted = state.acquire(request(1, ["a"]))
-        #expect(firstGranted)
-        let secondGranted = state.acquire(request(2, ["a"]))
-        #expect(!secondGranted)
+        let first = state.acquire(request(1, ["a"]))
+        #expect(first == .granted)
+        let second = state.acquire(request(2, ["a"]))
+        #expect(second == .waits)
         #expect(state.heldCategories == ["a"])
     }
 
@@ -38,10 +38,10 @@ import Testing
         let needsB = request(2, ["b", "c"])
         let needsCA = request(3, ["c", "a"])
         _ = state.acquire(holder)
-        let needsBGranted = state.acquire(needsB)
-        #expect(!needsBGranted)
-        let needsCAGranted = state.acquire(needsCA)
-        #expect(!needsCAGranted)
+        let needsBAnswer = state.acquire(needsB)
+        #expect(needsBAnswer == .waits)
+        let needsCAAnswer = state.acquire(needsCA)
+        #expect(needsCAAnswer == .waits)
         // Releasing a and b lets 2 in (b, c); 3 waits for c, and gets it when 2 lets go.
         let afterHolder = state.release(["a", "b"])
         #expect(afterHolder.all.map(ObjectIdentifier.init) == [ObjectIdentifier(needsB.operation)])
@@ -52,24 +52,52 @@ import Testing
         #expect(state.heldCategories.isEmpty)
     }
 
-    @Test func reservation_holdsALaterOperationBack_untilWithdrawn() {
+    @Test func withdrawal_letsTheNextWaiterIn() {
         var state = ExclusivityState()
-        let early = request(1, ["a"])
-        let late = request(2, ["a"])
-        state.reserve(early)               // still evaluating its conditions
-        let overtook = state.acquire(late)
-        #expect(!overtook)                 // may not overtake it
-        let afterWithdrawal = state.withdraw(place: LinePlace(root: 1, ticket: 1), from: ["a"])
-        #expect(afterWithdrawal.wasInLine)
-        #expect(afterWithdrawal.granted.all.map(ObjectIdentifier.init) == [ObjectIdentifier(late.operation)])
+        let holder = request(1, ["a"])
+        let early = request(2, ["a"])
+        let late = request(3, ["a"])
+        _ = state.acquire(holder)
+        _ = state.acquire(early)
+        _ = state.acquire(late)
+        let released = state.release(["a"]) // early is granted
+        #expect(released.all.map(ObjectIdentifier.init) == [ObjectIdentifier(early.operation)])
+        let notInLine = state.withdraw(place: LinePlace(root: 2, ticket: 2), from: ["a"])
+        guard case .notInLine = notInLine else {
+            Issue.record("a granted operation was still in line")
+            return
+        }
+        _ = state.release(["a"])
+        #expect(state.heldCategories == ["a"]) // late holds it now
+    }
+
+    @Test func withdrawingTheFirstWaiter_grantsTheNext() {
+        var state = ExclusivityState()
+        let holder = request(1, ["a", "b"])
+        let first = request(2, ["a"])
+        let second = request(3, ["b"])
+        _ = state.acquire(holder)
+        _ = state.acquire(first)
+        _ = state.acquire(second)
+        _ = state.release(["a", "b"]) // both granted
+        let third = request(4, ["a"])
+        _ = state.acquire(third)
+        guard case let .withdrew(granted) = state.withdraw(place: LinePlace(root: 4, ticket: 4), from: ["a"]) else {
+            Issue.record("the waiter was not in line")
+            return
+        }
+        #expect(granted.all.isEmpty) // "a" is still held by the first
     }
 
     @Test func groupChild_standsWhereItsGroupStands_aheadOfLaterOperations() {
         var state = ExclusivityState()
-        let later = request(7, ["b"])
-        state.reserve(later)                           // added after the group, still evaluating
+        let holder = request(1, ["b"])
+        let later = request(7, ["b"])                  // added after the group
+        _ = state.acquire(holder)
+        _ = state.acquire(later)
         let child = ExclusivityState.Request(place: LinePlace(root: 5, ticket: 9), operation: AsyncBlockOperation {}, categories: ["b"])
-        let granted = state.acquire(child)             // the group (ticket 5) came first
-        #expect(granted)
+        _ = state.acquire(child)                       // the group (ticket 5) came first
+        let afterHolder = state.release(["b"])
+        #expect(afterHolder.all.map(ObjectIdentifier.init) == [ObjectIdentifier(child.operation)])
     }
 }

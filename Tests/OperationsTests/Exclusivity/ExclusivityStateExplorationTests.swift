@@ -4,15 +4,13 @@ import Testing
 import TestSupport
 
 // Every order of events for small scopes of the mutual exclusion rules, without threads:
-// operations reserving their place (conditions being evaluated), asking for their categories,
-// stepping out of line (finished, or their queue suspended) and releasing what they hold. The
-// invariants are checked in every state reached.
+// operations asking for their categories, stepping out of line (finished, or their queue
+// suspended, and coming back) and releasing what they hold. The invariants are checked in every
+// state reached.
 
 private enum Standing: Equatable, CustomStringConvertible {
     case idle
-    /// In line, its conditions still being evaluated.
-    case reserved
-    /// In line, eligible: granted once first in all of its lines.
+    /// In line: granted once first in all of its lines.
     case waiting
     case holding
     case done
@@ -20,7 +18,6 @@ private enum Standing: Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case .idle: "i"
-        case .reserved: "r"
         case .waiting: "w"
         case .holding: "h"
         case .done: "d"
@@ -59,7 +56,7 @@ private struct ExclusivityModel {
 
     /// FIFO per category: nobody with an earlier place stands in a line of the granted operation.
     mutating func checkNobodyAhead(of index: Int) {
-        for other in requests.indices where other != index && [.reserved, .waiting].contains(standings[other]) {
+        for other in requests.indices where other != index && standings[other] == .waiting {
             let shared = Set(requests[other].categories).intersection(requests[index].categories)
             if !shared.isEmpty && requests[other].place < requests[index].place {
                 violations.append("op\(index) granted \(shared.sorted()) ahead of op\(other)")
@@ -72,15 +69,9 @@ private struct ExclusivityModel {
         for index in requests.indices {
             switch standings[index] {
             case .idle:
-                events.append(ExplorationEvent("reserve op\(index)") { model in
-                    model.state.reserve(model.requests[index])
-                    model.standings[index] = .reserved
-                })
                 events.append(ExplorationEvent("acquire op\(index)") { $0.acquire(index) })
-            case .reserved:
-                events.append(ExplorationEvent("acquire op\(index)") { $0.acquire(index) })
-                events.append(ExplorationEvent("finish op\(index)") { $0.withdraw(index, comingBack: false) })
             case .waiting:
+                events.append(ExplorationEvent("finish op\(index)") { $0.withdraw(index, comingBack: false) })
                 if withdrawalsLeft[index] > 0 {
                     events.append(ExplorationEvent("suspend op\(index)") { $0.withdraw(index, comingBack: true) })
                 }
@@ -98,7 +89,7 @@ private struct ExclusivityModel {
 
     mutating func acquire(_ index: Int) {
         standings[index] = .waiting
-        if state.acquire(requests[index]) {
+        if state.acquire(requests[index]) == .granted {
             checkNobodyAhead(of: index)
             standings[index] = .holding
         }
@@ -106,8 +97,13 @@ private struct ExclusivityModel {
 
     mutating func withdraw(_ index: Int, comingBack: Bool) {
         let request = requests[index]
-        let (wasInLine, granted) = state.withdraw(place: request.place, from: request.categories)
-        if !wasInLine { violations.append("op\(index) was not in line") }
+        var granted = Granted.none
+        switch state.withdraw(place: request.place, from: request.categories) {
+        case .notInLine:
+            violations.append("op\(index) was not in line")
+        case let .withdrew(letIn):
+            granted = letIn
+        }
         if comingBack {
             withdrawalsLeft[index] -= 1
             standings[index] = .idle
@@ -135,7 +131,7 @@ private struct ExclusivityModel {
         for index in requests.indices where standings[index] == .waiting {
             let blocked = requests[index].categories.contains { holders[$0] != nil }
             let someoneAhead = requests.indices.contains { other in
-                other != index && [.reserved, .waiting].contains(standings[other])
+                other != index && standings[other] == .waiting
                     && requests[other].place < requests[index].place
                     && !Set(requests[other].categories).isDisjoint(with: requests[index].categories)
             }

@@ -189,7 +189,6 @@ private enum Step: Hashable {
     case evaluate
     /// The conditions were handed out (`evaluate(for:)` called on each).
     case conditionsHandedOut
-    case reserveIfUnanswered
     // Categories (`acquire(_:suspensionJustChecked:)` and the suspension paths).
     case acquire(hasCategories: Bool, suspensionJustChecked: Bool)
     case acquireLeaveLine
@@ -291,7 +290,7 @@ private struct World {
                 dependencies: l.dependencies.count, unfinishedDependencies: l.unfinishedDependencies.count,
                 hasQueue: l.queue != nil, wasHandedOff: l.wasHandedOff, startedByCaller: l.startedByCaller,
                 executionBegan: l.executionBegan, hasTicket: l.ticket != 0, categories: l.categories,
-                holdsCategories: l.holdsCategories, hasReservation: l.hasReservation,
+                holdsCategories: l.holdsCategories, isInLine: l.isInLine,
                 awaited: l.unansweredConditions.map(\.index), failures: labels(l.conditionFailures),
                 conditionsDispatched: l.conditionsDispatched, notificationsInFlight: l.notificationsInFlight,
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
@@ -316,7 +315,7 @@ private struct World {
         var conditions, observers, dependencies, unfinishedDependencies: Int
         var hasQueue, wasHandedOff, startedByCaller, executionBegan, hasTicket: Bool
         var categories: [String]
-        var holdsCategories, hasReservation: Bool
+        var holdsCategories, isInLine: Bool
         var awaited: [Int]
         var failures: [String]
         var conditionsDispatched: Bool
@@ -598,21 +597,13 @@ private struct Explorer {
             guard let dispatch = world.life.beginEvaluating(categories: scope.categories) else { return [] }
             if case .none = dispatch {
                 world.answersOwed = scope.conditions.indices.filter { scope.conditions[$0] == .answered }
-                return [.conditionsHandedOut, .reserveIfUnanswered]
+                return [.conditionsHandedOut]
             }
             return handle(dispatch, suspensionJustChecked: true) ?? []
 
         case .conditionsHandedOut:
             // Every condition's evaluate(for:) was called; a finish meanwhile waited for this.
             return [.perform(Finish(world.life.notificationDelivered()))]
-
-        case .reserveIfUnanswered:
-            if world.life.unansweredConditionCount > 0, !scope.categories.isEmpty,
-               world.life.reserveLineWhileEvaluating() != nil, !world.inLine {
-                world.inLine = true
-                world.eligible = false
-            }
-            return []
 
         case let .acquire(hasCategories, suspensionJustChecked):
             guard hasCategories else { return [grant(world.life.proceedWithoutCategories(), in: &world)] }
@@ -691,11 +682,11 @@ private struct Explorer {
 
         case .suspendedLeaveLine: // reads where it stands, under the lifecycle's lock
             let life = world.life
-            guard life.phase == .waitingForCategories, life.hasReservation, !life.holdsCategories,
+            guard life.phase == .waitingForCategories, life.isInLine, !life.holdsCategories,
                   !life.categories.isEmpty, life.queue != nil else { return [] }
             return [.suspendedWithdraw]
 
-        case .suspendedWithdraw: // ExclusivityState.withdrawIfEligible
+        case .suspendedWithdraw: // ExclusivityState.withdraw
             guard world.inLine && world.eligible else { return [] }
             return withdraw(in: &world) ? [.suspendedForgetLine] : []
 
