@@ -49,12 +49,11 @@ final class ProgressApplier: Sendable {
     }
 
     /// Applies the change on this thread if nobody is applying (the common case, with nothing
-    /// allocated), or waits for the thread that is.
+    /// queued or allocated), or waits for the thread that is.
     private func submitAndWait(_ progress: Progress, _ delta: ProgressDelta) {
         let waiter = state.withLock { state -> DispatchSemaphore? in
             guard state.isApplying else {
                 state.isApplying = true
-                state.pending.append(Change(progress: progress, delta: delta, applied: nil))
                 return nil
             }
             let applied = DispatchSemaphore(value: 0)
@@ -63,16 +62,18 @@ final class ProgressApplier: Sendable {
         }
         if let waiter {
             waiter.wait()
-        } else {
-            applyPending()
+            return
         }
-    }
-
-    /// Applies changes until none is left; the caller is the one applier meanwhile.
-    private func applyPending() {
         let thread = PerThreadState.current
         thread.isApplyingProgress = true
         defer { thread.isApplyingProgress = false }
+        delta.apply(to: progress)
+        applyPending()
+    }
+
+    /// Applies what other threads left meanwhile until none is left; the caller is the one
+    /// applier until then.
+    private func applyPending() {
         while true {
             let batch = state.withLock { state -> [Change] in
                 if state.pending.isEmpty { state.isApplying = false }
