@@ -108,7 +108,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     // MARK: - Book-keeping
 
     func childWasAdmitted(_ child: Foundation.Operation) {
-        guard children.withLock({ $0.childAdmitted() }) else {
+        guard children.withLock({ $0.childAdmitted() }) == .counted else {
             // Added just as the group finished: it still runs, but the group cannot wait for it.
             OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
             return
@@ -184,8 +184,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     override func releaseResources() {
         deliveringFinish { completeProgress() } // progress observers are user code
-        let neverExecuted = children.withLock { $0.finished() }
-        if neverExecuted {
+        if children.withLock({ $0.finished() }) == .drainChildren {
             // Finished without executing (cancelled, or a condition failed): the children never
             // will. Cancel them and let the queue drain them.
             queue.cancelAllOperations()

@@ -41,13 +41,20 @@ struct GroupStateMachine {
     /// Children admitted that have finished.
     var finishedChildren: Int { admittedChildren - unfinishedChildren }
 
-    /// A child joins; `false` (and nothing counted) once the group is done: it was added as the
-    /// group finished, and the group cannot wait for it any more.
-    mutating func childAdmitted() -> Bool {
-        guard !isDone else { return false }
+    /// What becomes of a child that joins.
+    enum Admission: Equatable {
+        /// Counted: the group waits for it.
+        case counted
+        /// The group is done (the child was added as it finished): it cannot wait for it.
+        case tooLate
+    }
+
+    /// A child joins.
+    mutating func childAdmitted() -> Admission {
+        guard !isDone else { return .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
-        return true
+        return .counted
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {
@@ -86,11 +93,18 @@ struct GroupStateMachine {
         return .deliverHeldFinish(childErrors: childErrors)
     }
 
-    /// The group finished: returns whether it never executed (its children must be cancelled
-    /// and drained).
-    mutating func finished() -> Bool {
+    /// What a group that finished does with its children.
+    enum Finish: Equatable {
+        /// Nothing: it executed, and they have finished.
+        case none
+        /// It never executed: cancel its children and let its queue drain them.
+        case drainChildren
+    }
+
+    /// The group finished.
+    mutating func finished() -> Finish {
         defer { phase = .done }
-        return phase == .waiting || phase == .draining || phase == .drained
+        return phase == .waiting || phase == .draining || phase == .drained ? .drainChildren : .none
     }
 
     private mutating func settle() -> Action {

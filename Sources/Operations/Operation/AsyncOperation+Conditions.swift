@@ -10,12 +10,15 @@ extension AsyncOperation {
     /// operation.addCondition(MutuallyExclusive<Database>())
     /// ```
     public final func addCondition(_ condition: any OperationCondition) {
-        guard let alreadyEnqueued = lifecycle.withLock({ $0.addCondition(condition) }) else {
+        switch lifecycle.withLock({ $0.addCondition(condition) }) {
+        case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
-            return
-        }
-        if alreadyEnqueued, let dependency = condition.dependency(for: self) {
-            addConditionDependency(dependency, to: lifecycle.withLock { $0.queue })
+        case .addedWhileWaiting:
+            if let dependency = condition.dependency(for: self) {
+                addConditionDependency(dependency, to: lifecycle.withLock { $0.queue })
+            }
+        case .added, .alreadyThere:
+            break
         }
     }
 
@@ -42,7 +45,7 @@ extension AsyncOperation {
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
         if dependency === self || dependencyWouldCloseCycle(dependency, searchingEveryDependency: true) {
             recordCycle(through: dependency)
-        } else if lifecycle.withLock({ $0.addDependency(dependency) }) == true {
+        } else if lifecycle.withLock({ $0.addDependency(dependency) }) == .added {
             startWaiting(for: dependency)
         }
         (queue ?? FallbackQueue.shared).addOperation(dependency)
@@ -57,7 +60,7 @@ extension AsyncOperation {
         case let .finishClosingCycle(dependencyName):
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .proceedWithoutConditions(queue, ticket):
-            if let queue, !queue.requestTurn(for: self, ticket: ticket).mayProceed {
+            if let queue, queue.requestTurn(for: self, ticket: ticket).passage == .parked {
                 logWaiting()
                 return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
             }
@@ -69,8 +72,8 @@ extension AsyncOperation {
                 // A suspended queue evaluates nothing, a serial one one operation at a time, and
                 // an operation that needs categories waits for a free slot before it asks for
                 // them: continueTowardsExecution() picks up when it may go on.
-                let (mayProceed, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
-                if !mayProceed {
+                let (passage, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
+                if passage == .parked {
                     logWaiting()
                     return
                 }
@@ -89,7 +92,6 @@ extension AsyncOperation {
             return
         }
         let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories) }
-        guard let dispatch else { return }
         if case let .passed(categories) = dispatch {
             // Nothing left to evaluate.
             logIfLogging(.conditionsAnswered(failures: 0))
@@ -151,16 +153,17 @@ extension AsyncOperation {
 
     /// A condition released its completion handler: if it never answered, the operation fails.
     func conditionWasDropped(index: Int, condition: any OperationCondition) {
+        // The common case, an answered condition, costs one look and never calls user code.
         guard lifecycle.withLock({ $0.isAwaitingAnswer(from: index) }) else { return }
         let name = condition.name // user code: read outside the lock
         let error = AsyncOperationError.conditionNeverAnswered(condition: name)
-        let action = lifecycle.withLock { state -> OperationLifecycle.ConditionAction? in
-            guard state.isAwaitingAnswer(from: index) else { return nil } // answered meanwhile (a timeout)
-            return state.conditionAnswered(index: index, result: .failed(error))
+        switch lifecycle.withLock({ $0.conditionNeverAnswered(index: index, error: error) }) {
+        case .alreadyAnswered:
+            break // a timeout answered for it meanwhile
+        case let .fails(then):
+            OperationDiagnostics.report(.conditionNeverAnswered, self, "condition '\(name)' released its completion handler without calling it; the operation fails")
+            handle(then, timedOut: false)
         }
-        guard let action else { return }
-        OperationDiagnostics.report(.conditionNeverAnswered, self, "condition '\(name)' released its completion handler without calling it; the operation fails")
-        handle(action, timedOut: false)
     }
 
     func conditionAnswered(index: Int, result: ConditionResult) {
@@ -169,7 +172,7 @@ extension AsyncOperation {
 
     private func handle(_ action: OperationLifecycle.ConditionAction, timedOut: Bool) {
         switch action {
-        case .none:
+        case .none, .alreadyHandedOut:
             break
         case let .failed(errors):
             logIfLogging(.conditionsAnswered(failures: errors.count))
@@ -197,14 +200,14 @@ extension AsyncOperation {
         if !queueJustChecked, let queue, !queue.mayTakeCategories {
             // Leave the line rather than hold it up, and come back (with the same ticket, so the
             // same place) when the queue resumes or a slot frees up.
-            leaveCategoryLines()
-            if queue.parkUnlessFreeToTakeCategories(self, ticket: lifecycle.withLock { $0.ticket }) {
+            let ticket = leaveCategoryLines()
+            if queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) == .parked {
                 logWaiting()
                 return
             }
         }
         // Marked as in line first, so that a finish from now on takes it out of line again.
-        guard let place = lifecycle.withLock({ $0.enterLine() }) else { return }
+        guard case let .ask(place) = lifecycle.withLock({ $0.enterLine() }) else { return }
         switch ExclusivityController.shared.acquire(categories, for: self, place: place) {
         case .granted:
             categoriesWereGranted()
@@ -213,11 +216,13 @@ extension AsyncOperation {
         }
     }
 
-    /// Leaves the lines of the categories it waits for, if it stands in them; `true` if it did.
-    @discardableResult
-    private func leaveCategoryLines() -> Bool {
-        guard let (place, categories) = lifecycle.withLock({ $0.leaveLine() }) else { return false }
-        return ExclusivityController.shared.withdraw(place: place, from: categories)
+    /// Leaves the lines of the categories it waits for, if it stands in them; returns its ticket.
+    private func leaveCategoryLines() -> UInt64 {
+        let (move, ticket) = lifecycle.withLock { ($0.leaveLine(), $0.ticket) }
+        if case let .withdraw(place, categories) = move {
+            ExclusivityController.shared.withdraw(place: place, from: categories)
+        }
+        return ticket
     }
 
     /// Its queue was suspended while it waits in a category's line: it steps out, and back in
@@ -232,13 +237,15 @@ extension AsyncOperation {
         }
         guard let (place, categories, queue, ticket) = standing,
               ExclusivityController.shared.withdraw(place: place, from: categories) else { return }
-        _ = lifecycle.withLock { $0.leaveLine() } // out of line: a finish from now on has nothing to withdraw
+        // Out of every line now: marked so that a finish has nothing to withdraw (the withdrawal
+        // came first, as a request still on its way must keep its mark).
+        _ = lifecycle.withLock { $0.leaveLine() }
         parkUntilResumed(on: queue, ticket: ticket)
     }
 
     /// Parks on `queue` until it resumes or has a free slot, or goes on at once if it may.
     private func parkUntilResumed(on queue: AsyncOperationQueue, ticket: UInt64) {
-        if !queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) {
+        if queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) == .proceed {
             continueTowardsExecution()
         }
     }
@@ -246,17 +253,15 @@ extension AsyncOperation {
     /// Granted its categories while its queue is suspended, or just as its queue's last slot was
     /// taken: it gives them back (to whoever can run) and asks again when it may.
     func giveBackCategories() {
-        let (returned, queue, ticket) = lifecycle.withLock { state in
-            (state.returnCategoriesWhileSuspended(), state.queue, state.ticket)
-        }
-        guard let returned else {
+        switch lifecycle.withLock({ $0.returnCategoriesWhileSuspended() }) {
+        case let .handOffAnyway(queue, ticket):
             // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
             queue?.handOff(self, ticket: ticket, holdsCategories: false)
-            return
-        }
-        ExclusivityController.shared.release(returned)
-        if let queue {
-            parkUntilResumed(on: queue, ticket: ticket)
+        case let .release(categories, queue, ticket):
+            ExclusivityController.shared.release(categories)
+            if let queue {
+                parkUntilResumed(on: queue, ticket: ticket)
+            }
         }
     }
 

@@ -7,7 +7,7 @@ extension AsyncOperation {
     func startWaiting(for operation: Operation) {
         let id = ObjectIdentifier(operation)
         if let dependency = operation as? AsyncOperation {
-            if !dependency.addDependent(self) {
+            if dependency.addDependent(self) == .alreadyFinished {
                 dependencyDidFinish(id)
             }
         } else if operation.isFinished {
@@ -20,13 +20,17 @@ extension AsyncOperation {
         }
     }
 
-    /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
-    func addDependent(_ dependent: any FinishWatcher) -> Bool {
+    /// Registers `dependent` to be told when this operation finishes.
+    func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching {
         lifecycle.withLock { $0.addDependent(dependent) }
     }
 
     func dependencyDidFinish(_ id: ObjectIdentifier) {
-        switch lifecycle.withLock({ $0.dependencyFinished(id) }) {
+        perform(lifecycle.withLock { $0.dependencyFinished(id) })
+    }
+
+    func perform(_ action: OperationLifecycle.DependencyAction) {
+        switch action {
         case .none:
             break
         case .announceReady:
@@ -47,9 +51,17 @@ extension AsyncOperation {
 
     // MARK: - Cycles
 
-    func recordCycle(through dependency: Operation) {
+    /// `dependency` closes a dependency cycle; `forgetting` is its identity if it was just
+    /// counted as unfinished.
+    func recordCycle(through dependency: Operation, forgetting id: ObjectIdentifier? = nil) {
         let name = dependency.displayName
-        lifecycle.withLock { $0.recordCycle(through: name) }
+        lifecycle.withLock { state in
+            if let id {
+                state.dependencyClosesCycle(id, name: name)
+            } else {
+                state.recordCycle(through: name)
+            }
+        }
         OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
     }
 

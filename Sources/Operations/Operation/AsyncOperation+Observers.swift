@@ -8,7 +8,7 @@ extension AsyncOperation {
     /// what happens from then on. Added after the operation finished, it is reported as
     /// `.configuredTooLate` and ignored.
     public final func addObserver(_ observer: any OperationObserver) {
-        if !lifecycle.withLock({ $0.addObserver(observer) }) {
+        if lifecycle.withLock({ $0.addObserver(observer) }) == .tooLate {
             OperationDiagnostics.report(.configuredTooLate, self, "addObserver(_:) was called after the operation finished; the observer was ignored")
         }
     }
@@ -19,20 +19,25 @@ extension AsyncOperation {
     /// operations its children produce. Called on an operation that is not on any queue, it
     /// reports `.producedWithoutQueue` and runs `operation` on a shared queue, so no work is lost.
     public final func produce(_ operation: Operation) {
-        let (queue, observers) = lifecycle.withLock { state -> (OperationQueue?, [any OperationObserver]?) in
-            (state.queue ?? state.foreignQueue, state.announceProduced())
+        switch lifecycle.withLock({ $0.announceProduced() }) {
+        case let .addOnly(queue):
+            add(produced: operation, to: queue)
+        case let .tell(observers, queue):
+            add(produced: operation, to: queue)
+            for observer in observers {
+                observer.operation(self, didProduce: operation)
+            }
+            perform(lifecycle.withLock { $0.notificationDelivered() })
         }
+    }
+
+    private func add(produced operation: Operation, to queue: OperationQueue?) {
         if let queue {
             queue.addOperation(operation)
         } else {
             OperationDiagnostics.report(.producedWithoutQueue, self, "produce(_:) was called on an operation that is not on a queue; '\(operation.displayName)' runs on a shared queue instead")
             FallbackQueue.shared.addOperation(operation)
         }
-        guard let observers else { return }
-        for observer in observers {
-            observer.operation(self, didProduce: operation)
-        }
-        perform(lifecycle.withLock { $0.notificationDelivered() })
     }
 }
 

@@ -237,9 +237,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
     private func isFinishHeldBack() -> Bool {
         // Stored first: the subclass may deliver it before returning.
-        guard lifecycle.withLock({ $0.offerToHoldFinish() }) else { return false }
+        guard lifecycle.withLock({ $0.offerToHoldFinish() }) == .offer else { return false }
         if holdsFinishWithoutExecuting() { return true }
-        return lifecycle.withLock { $0.takeHeldFinish() } == nil // already delivered by the subclass after all
+        guard case .none = lifecycle.withLock({ $0.takeHeldFinish() }) else { return false }
+        return true // already delivered by the subclass after all
     }
 
     /// Called once when the operation is about to finish without having executed. Return `true`
@@ -250,9 +251,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
     /// `childErrors` come first in its errors (a group's children's, as for a group that ran).
     func deliverHeldFinish(prepending childErrors: [any Error] = []) {
-        if let held = lifecycle.withLock({ $0.takeHeldFinish(prepending: childErrors) }) {
-            perform(held)
-        }
+        perform(lifecycle.withLock { $0.takeHeldFinish(prepending: childErrors) })
     }
 
     private func completeFinish() {
@@ -345,21 +344,19 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             recordCycle(through: operation)
             return
         }
-        let id = ObjectIdentifier(operation)
-        // Not on a queue yet: Foundation (and KVO on Apple platforms) reads `isReady`, which this
-        // changes. The pair is balanced whatever the outcome.
-        let announcesReadiness = lifecycle.withLock { $0.phase == .initialized }
-        if announcesReadiness { willChangeValue(forKey: ObservedKey.isReady) }
-        defer { if announcesReadiness { didChangeValue(forKey: ObservedKey.isReady) } }
+        // Before it is on a queue, Foundation (and KVO on Apple platforms) reads `isReady`,
+        // which this changes: announced around the change, whatever its outcome (a balanced pair
+        // with no change in between is harmless, and needs no second look at the state).
+        willChangeValue(forKey: ObservedKey.isReady)
+        defer { didChangeValue(forKey: ObservedKey.isReady) }
         switch lifecycle.withLock({ $0.addDependency(operation) }) {
-        case nil:
+        case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
-        case false?:
+        case .alreadyThere:
             break
-        case true?:
+        case .added, .addedWhileWaiting:
             if dependencyWouldCloseCycle(operation) {
-                lifecycle.withLock { $0.forgetUnfinishedDependency(id) }
-                recordCycle(through: operation)
+                recordCycle(through: operation, forgetting: ObjectIdentifier(operation))
             } else {
                 startWaiting(for: operation)
             }
@@ -369,10 +366,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Stops waiting for `operation`. Has no effect once the operation stopped waiting for its
     /// dependencies.
     open override func removeDependency(_ operation: Operation) {
-        let id = ObjectIdentifier(operation)
-        let watcher = lifecycle.withLock { $0.removeDependency(operation) }
-        if let watcher { DependencyWatcher.stop(watcher) }
-        dependencyDidFinish(id)
+        switch lifecycle.withLock({ $0.removeDependency(operation) }) {
+        case let .removed(watcher, then):
+            if let watcher { DependencyWatcher.stop(watcher) }
+            perform(then)
+        }
     }
 
     /// The operations this one waits for, in the order they were added. Empty once the

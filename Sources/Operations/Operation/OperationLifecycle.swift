@@ -438,26 +438,49 @@ struct OperationLifecycle {
 
     // MARK: - Configuration before the operation starts waiting
 
-    /// Adds a dependency the user gave; `nil` once the operation stopped waiting for
-    /// dependencies, `false` if it already has it. Counted as unfinished at once, so no advance
-    /// can slip past it.
-    mutating func addDependency(_ operation: Operation) -> Bool? {
-        guard acceptsConfiguration else { return nil }
-        guard !dependencies.contains(where: { $0 === operation }) else { return false }
+    /// What adding a configuration item (a dependency, a condition, an observer) came to.
+    enum Configuration: Equatable {
+        /// Added.
+        case added
+        /// Added while the operation already waits on a queue: a condition's dependency must be
+        /// attached now.
+        case addedWhileWaiting
+        /// It already had it: nothing changed.
+        case alreadyThere
+        /// Too late (the operation is past waiting for it, or finishing): ignored.
+        case tooLate
+    }
+
+    /// Adds a dependency the user gave. Counted as unfinished at once, so no advance can slip
+    /// past it.
+    mutating func addDependency(_ operation: Operation) -> Configuration {
+        guard acceptsConfiguration else { return .tooLate }
+        guard !dependencies.contains(where: { $0 === operation }) else { return .alreadyThere }
         dependencies.append(operation)
         unfinishedDependencies.append(ObjectIdentifier(operation))
-        return true
+        return .added
     }
 
-    /// Stops counting `id` as an unfinished dependency (it would have closed a cycle).
-    mutating func forgetUnfinishedDependency(_ id: ObjectIdentifier) {
+    /// The dependency `id`, just added, would close a dependency cycle: it is not waited for,
+    /// and the operation finishes with `AsyncOperationError.dependencyCycle` through it.
+    mutating func dependencyClosesCycle(_ id: ObjectIdentifier, name: String) {
         unfinishedDependencies.removeAll { $0 == id }
+        cycleDependencyName = name
     }
 
-    /// Removes a dependency; returns the watcher that was listening to it, if any.
-    mutating func removeDependency(_ operation: Operation) -> Operation? {
+    /// What removing a dependency asks of the operation.
+    enum Removal {
+        /// Stop the watcher that listened to it (a plain dependency's), if any, then do `then`:
+        /// the operation no longer waits for it.
+        case removed(stopWatching: Operation?, then: DependencyAction)
+    }
+
+    /// Removes a dependency: the operation no longer waits for it.
+    mutating func removeDependency(_ operation: Operation) -> Removal {
+        let id = ObjectIdentifier(operation)
         dependencies.removeAll { $0 === operation }
-        return dependencyWatchers[ObjectIdentifier(operation)]
+        let watcher = dependencyWatchers[id]
+        return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 
     /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`.
@@ -465,11 +488,19 @@ struct OperationLifecycle {
         dependencyWatchers[id] = watcher
     }
 
-    /// Registers `dependent` to be told when this operation finishes; `false` if it already has.
-    mutating func addDependent(_ dependent: any FinishWatcher) -> Bool {
-        guard phase != .finished else { return false }
+    /// What registering a finish watcher came to.
+    enum Watching: Equatable {
+        /// It is told when the operation finishes.
+        case willTell
+        /// The operation has finished already: tell it now.
+        case alreadyFinished
+    }
+
+    /// Registers `dependent` to be told when this operation finishes.
+    mutating func addDependent(_ dependent: any FinishWatcher) -> Watching {
+        guard phase != .finished else { return .alreadyFinished }
         dependents.append(WeakFinishWatcher(dependent))
-        return true
+        return .willTell
     }
 
     mutating func recordCycle(through dependencyName: String) {
@@ -482,12 +513,11 @@ struct OperationLifecycle {
         return dependencies
     }
 
-    /// Adds a condition; `nil` once the conditions were evaluated, else whether the operation is
-    /// already waiting on a queue (so the condition's dependency must be attached now).
-    mutating func addCondition(_ condition: any OperationCondition) -> Bool? {
-        guard acceptsConfiguration else { return nil }
+    /// Adds a condition, until the conditions are evaluated.
+    mutating func addCondition(_ condition: any OperationCondition) -> Configuration {
+        guard acceptsConfiguration else { return .tooLate }
         conditions.append(condition)
-        return phase == .pending
+        return phase == .pending ? .addedWhileWaiting : .added
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer
@@ -498,19 +528,28 @@ struct OperationLifecycle {
         observers.append(observer)
     }
 
-    /// Adds an observer; `false` once the operation is finishing.
-    mutating func addObserver(_ observer: any OperationObserver) -> Bool {
-        guard !hasBegunFinishing else { return false }
+    /// Adds an observer, until the operation is finishing.
+    mutating func addObserver(_ observer: any OperationObserver) -> Configuration {
+        guard !hasBegunFinishing else { return .tooLate }
         observers.append(observer)
-        return true
+        return .added
     }
 
-    /// A produced operation is being announced: returns the observers to tell (`nil` once the
-    /// operation is finishing). The finish waits for `notificationDelivered()`.
-    mutating func announceProduced() -> [any OperationObserver]? {
-        guard !hasBegunFinishing else { return nil }
+    /// What announcing a produced operation asks of the operation.
+    enum ProduceAction {
+        /// Add the produced operation to `queue` (or, with none, the shared fallback queue),
+        /// then tell `observers` and call `notificationDelivered()`: the finish waits for it.
+        case tell(observers: [any OperationObserver], queue: OperationQueue?)
+        /// The operation is finishing: add it to `queue` (or the fallback queue), tell nobody.
+        case addOnly(queue: OperationQueue?)
+    }
+
+    /// A produced operation is being announced.
+    mutating func announceProduced() -> ProduceAction {
+        let queue: OperationQueue? = self.queue ?? foreignQueue
+        guard !hasBegunFinishing else { return .addOnly(queue: queue) }
         notificationsInFlight += 1
-        return observers
+        return .tell(observers: observers, queue: queue)
     }
 
     /// Started by a plain queue (or by hand): remembers that queue, for produced operations, and
@@ -528,8 +567,8 @@ struct OperationLifecycle {
     /// are left to evaluate (`.none`), handing them out counts as a notification in flight: a
     /// finish meanwhile (a cancel) waits for `notificationDelivered()`, so that no condition is
     /// evaluated after its operation finished.
-    mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction? {
-        guard dispatchConditions() else { return nil }
+    mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction {
+        guard dispatchConditions() else { return .alreadyHandedOut }
         if !newCategories.isEmpty {
             categories = newCategories
         }
@@ -543,7 +582,10 @@ struct OperationLifecycle {
     // MARK: - Conditions
 
     enum ConditionAction {
+        /// Nothing settled yet: some conditions still owe an answer.
         case none
+        /// The conditions were handed out before (`beginEvaluating`): nothing to do.
+        case alreadyHandedOut
         case failed([any Error])
         case passed(categories: [String])
     }
@@ -575,6 +617,21 @@ struct OperationLifecycle {
         }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
         return conditionsSettledAction()
+    }
+
+    /// What a condition that released its completion handler unanswered comes to.
+    enum DroppedAnswer {
+        /// It had answered after all (or a timeout answered for it): nothing to report.
+        case alreadyAnswered
+        /// It fails with the error given; report it, then handle `then`.
+        case fails(then: ConditionAction)
+    }
+
+    /// The condition at `index` released its completion handler: unless it answered, it fails
+    /// with `error`.
+    mutating func conditionNeverAnswered(index: Int, error: any Error) -> DroppedAnswer {
+        guard isAwaitingAnswer(from: index) else { return .alreadyAnswered }
+        return .fails(then: conditionAnswered(index: index, result: .failed(error)))
     }
 
     /// Whether the condition at `index` has yet to answer.
@@ -663,31 +720,51 @@ struct OperationLifecycle {
         return .handOff(queue: queue, ticket: placement.ticket, holdsCategories: standing.holds && !categories.isEmpty)
     }
 
-    /// Cleared to run while its queue is suspended: gives its categories back and waits for them
-    /// again. `nil` if it will not execute anyway (cancelled, or finished before it started).
-    mutating func returnCategoriesWhileSuspended() -> [String]? {
-        guard case .ready(var placement, var standing, false) = state, standing.holds, !isCancelled else { return nil }
+    /// What giving categories back (a suspended queue, no free slot) comes to.
+    enum GiveBack {
+        /// Release these, park, and ask for them again when the queue lets it.
+        case release([String], queue: AsyncOperationQueue?, ticket: UInt64)
+        /// It will not execute anyway (cancelled, or finished before it started): keep them, and
+        /// let the queue hand it to Foundation, which starts and so finishes it.
+        case handOffAnyway(queue: AsyncOperationQueue?, ticket: UInt64)
+    }
+
+    /// Cleared to run, but its queue is suspended or out of slots: it gives its categories back
+    /// and waits for them again.
+    mutating func returnCategoriesWhileSuspended() -> GiveBack {
+        guard case .ready(var placement, var standing, false) = state, standing.holds, !isCancelled else {
+            return .handOffAnyway(queue: queue, ticket: ticket)
+        }
         standing.holds = false
         placement.wasHandedOff = false
         state = .waitingForCategories(placement, standing)
-        return categories
+        return .release(categories, queue: queue, ticket: placement.ticket)
     }
 
     // MARK: - Standing in category lines
 
-    /// About to ask for its categories: from now on a finish takes it out of line. `nil` if it
-    /// no longer waits for them.
-    mutating func enterLine() -> LinePlace? {
-        guard phase == .waitingForCategories, !holdsCategories else { return nil }
-        updateStanding { $0.inLine = true }
-        return linePlace
+    /// What stepping into or out of the categories' lines asks of the operation.
+    enum LineMove {
+        /// Ask the exclusivity controller for `categories` at `place`.
+        case ask(place: LinePlace)
+        /// Withdraw from `categories`' lines at `place`.
+        case withdraw(place: LinePlace, categories: [String])
+        /// Nothing: it no longer waits for them (or stands in no line).
+        case none
     }
 
-    /// Leaves its categories' lines (its queue is suspended); `nil` if it stands in none.
-    mutating func leaveLine() -> (place: LinePlace, categories: [String])? {
-        guard isInLine, !holdsCategories, !hasBegunFinishing, !categories.isEmpty else { return nil }
+    /// About to ask for its categories: from now on a finish takes it out of line.
+    mutating func enterLine() -> LineMove {
+        guard phase == .waitingForCategories, !holdsCategories else { return .none }
+        updateStanding { $0.inLine = true }
+        return .ask(place: linePlace)
+    }
+
+    /// Leaves its categories' lines (its queue is suspended, or has no free slot).
+    mutating func leaveLine() -> LineMove {
+        guard isInLine, !holdsCategories, !hasBegunFinishing, !categories.isEmpty else { return .none }
         updateStanding { $0.inLine = false }
-        return (linePlace, categories)
+        return .withdraw(place: linePlace, categories: categories)
     }
 
     enum ResumeAction {
@@ -709,7 +786,7 @@ struct OperationLifecycle {
     }
 
     /// Marks the conditions as handed out for evaluation; `false` if they already were.
-    mutating func dispatchConditions() -> Bool {
+    private mutating func dispatchConditions() -> Bool {
         guard case let .evaluatingConditions(placement, standing, evaluation, false) = state else { return false }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: true)
         return true
@@ -879,22 +956,28 @@ struct OperationLifecycle {
         return .deliver(observers: observers, errors: errors, mayBeHeld: !finishing.executed && !finishing.holdOffered)
     }
 
-    /// Offers a subclass, once, to hold back the finish of an operation that never executed:
-    /// the finish is held until `takeHeldFinish()`. `false` if the offer was made before or it
-    /// executed.
-    mutating func offerToHoldFinish() -> Bool {
-        guard case var .finishing(finishing) = state, !finishing.executed, !finishing.holdOffered else { return false }
+    /// Whether a subclass is offered to hold a finish back.
+    enum HoldOffer: Equatable {
+        /// Ask it (`holdsFinishWithoutExecuting()`); the finish is held until `takeHeldFinish()`.
+        case offer
+        /// Deliver the finish as usual: it executed, or the offer was made before.
+        case deliver
+    }
+
+    /// Offers a subclass, once, to hold back the finish of an operation that never executed.
+    mutating func offerToHoldFinish() -> HoldOffer {
+        guard case var .finishing(finishing) = state, !finishing.executed, !finishing.holdOffered else { return .deliver }
         finishing.holdOffered = true
         finishing.isHeld = true
         state = .finishing(finishing)
-        return true
+        return .offer
     }
 
-    /// Takes the finish held back, if any (to deliver it, or because it was delivered). Its
-    /// errors and observers are final: none are taken once finishing began.
-    /// `childErrors` (a group's children's, which drained meanwhile) come first in `errors`.
-    mutating func takeHeldFinish(prepending childErrors: [any Error] = []) -> FinishAction? {
-        guard holdsFinish else { return nil }
+    /// Takes the finish held back, if any, to deliver it: `.none` if none is held (it was
+    /// delivered already). Its errors and observers are final: none are taken once finishing
+    /// began. `childErrors` (a group's children's, which drained meanwhile) come first in `errors`.
+    mutating func takeHeldFinish(prepending childErrors: [any Error] = []) -> FinishAction {
+        guard holdsFinish else { return .none }
         updateFinishing { $0.isHeld = false }
         if !childErrors.isEmpty {
             errors = childErrors + errors

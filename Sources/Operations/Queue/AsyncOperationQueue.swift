@@ -162,7 +162,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         barrierOperation.name = "barrier"
         let gate = AsyncOperation()
         gate.name = "barrier gate"
-        let (needsGate, previous) = state.withLock { $0.scheduler.placeBarrier(barrierOperation, gate: gate) }
+        let placement = state.withLock { $0.scheduler.placeBarrier(barrierOperation, gate: gate) }
+        guard case let .place(needsGate, previous) = placement else { return }
         if needsGate {
             barrierOperation.addDependency(gate) // opened once the adds in flight have joined
         }
@@ -190,15 +191,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func beginAdding(asyncCount: Int) -> AddContext {
         state.withLock { state in
-            let (generation, barrier) = state.scheduler.beginAdmission(counting: asyncCount)
-            return AddContext(
-                delegate: state.settings.delegate,
-                barrier: barrier,
-                group: state.settings.group,
-                logger: state.settings.logger,
-                mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
-                generation: generation
-            )
+            switch state.scheduler.beginAdmission(counting: asyncCount) {
+            case let .admit(generation, barrier):
+                return AddContext(
+                    delegate: state.settings.delegate,
+                    barrier: barrier,
+                    group: state.settings.group,
+                    logger: state.settings.logger,
+                    mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
+                    generation: generation
+                )
+            }
         }
     }
 
@@ -325,7 +328,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
     /// its turn comes (or, with `needsSlot`, a slot frees up). Also returns the group this queue
     /// belongs to, read under the same lock.
-    func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> (mayProceed: Bool, group: GroupOperation?) {
+    func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> (passage: QueueScheduler.Passage, group: GroupOperation?) {
         state.withLock { state in
             (state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot), state.settings.group)
         }
@@ -339,8 +342,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Parks `operation` if the queue is suspended or has no free slot;
-    /// `continueTowardsExecution()` is called when it may go on. `false` if it may go on now.
-    func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
+    /// `continueTowardsExecution()` is called when it may go on.
+    func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> QueueScheduler.Passage {
         state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket) }
     }
 
@@ -532,7 +535,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     private func waitUntilNoAsyncOperationIsUnfinished() {
-        state.withLock { $0.scheduler.waitForIdle() }?.wait()
+        if case let .wait(idle) = state.withLock({ $0.scheduler.waitForIdle() }) {
+            idle.wait()
+        }
     }
 }
 

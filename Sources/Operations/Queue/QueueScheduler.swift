@@ -111,17 +111,23 @@ struct QueueScheduler {
 
     // MARK: - Adding
 
-    /// An add begins: returns its generation and the barrier its operations must wait for.
-    /// `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any of them can
-    /// finish; one that is refused leaves again through `operationLeft()`.
-    mutating func beginAdmission(counting asyncCount: Int) -> (generation: UInt64, barrier: Operation?) {
+    /// What an add that begins must know.
+    enum AdmissionStart {
+        /// Admit the operations, remembering `generation` for the end of the add; each waits for
+        /// `barrier`, if any.
+        case admit(generation: UInt64, barrier: Operation?)
+    }
+
+    /// An add begins. `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any
+    /// of them can finish; one that is refused leaves again through `operationLeft()`.
+    mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
         if let last = admissions.last, last.generation == generation {
             admissions[admissions.count - 1].count += 1
         } else {
             admissions.append((generation, 1))
         }
-        return (generation, barrier)
+        return .admit(generation: generation, barrier: barrier)
     }
 
     /// What ending an add asks of the queue.
@@ -228,37 +234,45 @@ struct QueueScheduler {
 
     // MARK: - The way to execution
 
-    /// An operation's dependencies finished: `true` if it may go on now (to its conditions, or its
-    /// categories); otherwise it waits in line and is let through later. `needsSlot`: it needs
-    /// categories, and its conditions answer at once, so it would ask for them right away: then
-    /// it also waits for a free slot.
-    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Bool {
+    /// Whether an operation may go on towards execution now.
+    enum Passage: Equatable {
+        /// Go on now.
+        case proceed
+        /// It waits in one of the lines; `AsyncOperation.continueTowardsExecution()` is called
+        /// when it may go on.
+        case parked
+    }
+
+    /// An operation's dependencies finished: it may go on to its conditions (or categories) now,
+    /// or waits in line and is let through later. `needsSlot`: it needs categories, so it also
+    /// waits for a free slot (it asks for them as soon as its conditions pass).
+    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Passage {
         if isSuspended {
             insert(.proceed(operation, ticket: ticket))
-            return false
+            return .parked
         }
         if !inProgress.contains(ticket) {
             guard !isSerial || inProgress.isEmpty && line.isEmpty else {
                 insert(.proceed(operation, ticket: ticket))
-                return false
+                return .parked
             }
             inProgress.insert(ticket)
         }
-        guard needsSlot, !hasFreeSlot else { return true }
+        guard needsSlot, !hasFreeSlot else { return .proceed }
         slotLine.insert(.proceed(operation, ticket: ticket)) // still under way: keeps its turn
-        return false
+        return .parked
     }
 
-    /// Parks an operation about to ask for its categories if the queue is suspended (until it
-    /// resumes) or has no free slot (until one frees up): `true` if it was parked.
-    mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Bool {
+    /// An operation is about to ask for its categories: it parks if the queue is suspended
+    /// (until it resumes) or has no free slot (until one frees up).
+    mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Passage {
         if isSuspended {
             insert(.proceed(operation, ticket: ticket))
-            return true
+            return .parked
         }
-        guard !hasFreeSlot else { return false }
+        guard !hasFreeSlot else { return .proceed }
         slotLine.insert(.proceed(operation, ticket: ticket))
-        return true
+        return .parked
     }
 
     enum HandOffAction {
@@ -346,12 +360,20 @@ struct QueueScheduler {
         return outbox
     }
 
-    /// A thread waits until no `AsyncOperation` is unfinished; `nil` if none is.
-    mutating func waitForIdle() -> DispatchSemaphore? {
-        guard unfinished > 0 else { return nil }
+    /// What a thread that waits for the queue to be idle does.
+    enum IdleWait {
+        /// No `AsyncOperation` is unfinished: nothing to wait for.
+        case idle
+        /// Wait on this; it is signalled once none is left.
+        case wait(DispatchSemaphore)
+    }
+
+    /// A thread waits until no `AsyncOperation` is unfinished.
+    mutating func waitForIdle() -> IdleWait {
+        guard unfinished > 0 else { return .idle }
         let waiter = DispatchSemaphore(value: 0)
         idleWaiters.append(waiter)
-        return waiter
+        return .wait(waiter)
     }
 
     /// Whether `operation` waits in one of the scheduler's lines, and why; `nil` if it does not.
@@ -382,17 +404,22 @@ struct QueueScheduler {
 
     // MARK: - Barriers
 
-    /// Places `barrier`: operations added from now on wait for it. Returns `needsGate` true if
-    /// adds begun earlier are still in flight, in which case `gate` (a dependency of the barrier)
-    /// is opened once they have ended; and the barrier placed before it, if it has not finished,
-    /// which it must wait for.
-    mutating func placeBarrier(_ barrier: AsyncOperation, gate: AsyncOperation) -> (needsGate: Bool, previous: Operation?) {
+    /// What placing a barrier asks of the queue.
+    enum BarrierPlacement {
+        /// Make the barrier wait for `previous` (the barrier placed before it, if it has not
+        /// finished) and, with `needsGate`, for `gate`: adds begun earlier are still in flight,
+        /// and the gate opens once they have ended.
+        case place(needsGate: Bool, previous: Operation?)
+    }
+
+    /// Places `barrier`: operations added from now on wait for it.
+    mutating func placeBarrier(_ barrier: AsyncOperation, gate: AsyncOperation) -> BarrierPlacement {
         let previous = self.barrier
         generation += 1
         self.barrier = barrier
-        guard admissions.contains(where: { $0.generation < generation }) else { return (false, previous) }
+        guard admissions.contains(where: { $0.generation < generation }) else { return .place(needsGate: false, previous: previous) }
         pendingBarriers.append(PendingBarrier(generation: generation, barrier: barrier, gate: gate))
-        return (true, previous)
+        return .place(needsGate: true, previous: previous)
     }
 
     mutating func barrierFinished(_ operation: Operation) {

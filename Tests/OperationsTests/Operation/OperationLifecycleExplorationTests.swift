@@ -430,7 +430,7 @@ private struct Explorer {
         if world.produces < scope.produces {
             event("produce(_:)") { world in
                 world.produces += 1
-                if let observers = world.life.announceProduced() {
+                if case let .tell(observers, _) = world.life.announceProduced() {
                     world.spawn([.deliverDidProduce(observers: observers.count)])
                 }
             }
@@ -485,7 +485,8 @@ private struct Explorer {
         if world.heldFinishOwed {
             event("the group delivers its held finish") { world in
                 world.heldFinishOwed = false
-                if let held = world.life.takeHeldFinish() {
+                let held = world.life.takeHeldFinish()
+                if case .deliver = held {
                     world.spawn([.perform(Finish(held))])
                 }
             }
@@ -546,7 +547,7 @@ private struct Explorer {
 
     private func handle(_ action: OperationLifecycle.ConditionAction, suspensionJustChecked: Bool = false) -> [Step]? {
         switch action {
-        case .none: return nil
+        case .none, .alreadyHandedOut: return nil
         case let .failed(errors): return [.finish(errors: labels(errors))]
         case let .passed(categories):
             return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: suspensionJustChecked)]
@@ -594,7 +595,8 @@ private struct Explorer {
             }
 
         case .evaluate:
-            guard let dispatch = world.life.beginEvaluating(categories: scope.categories) else { return [] }
+            let dispatch = world.life.beginEvaluating(categories: scope.categories)
+            if case .alreadyHandedOut = dispatch { return [] }
             if case .none = dispatch {
                 world.answersOwed = scope.conditions.indices.filter { scope.conditions[$0] == .answered }
                 return [.conditionsHandedOut]
@@ -613,7 +615,8 @@ private struct Explorer {
             return [.enterLine]
 
         case .acquireLeaveLine:
-            return world.life.leaveLine() == nil ? [] : [.withdraw]
+            guard case .withdraw = world.life.leaveLine() else { return [] }
+            return [.withdraw]
 
         case .withdraw:
             _ = withdraw(in: &world)
@@ -627,7 +630,8 @@ private struct Explorer {
             return [.enterLine]
 
         case .enterLine:
-            return world.life.enterLine() == nil ? [] : [.exclusivityAcquire]
+            guard case .ask = world.life.enterLine() else { return [] }
+            return [.exclusivityAcquire]
 
         case .exclusivityAcquire:
             return acquire(in: &world) ? [.categoriesWereGranted] : []
@@ -657,7 +661,7 @@ private struct Explorer {
             return []
 
         case .giveBackCategories:
-            guard world.life.returnCategoriesWhileSuspended() != nil else {
+            guard case .release = world.life.returnCategoriesWhileSuspended() else {
                 return world.life.queue == nil ? [] : [.queueHandOff(holdsCategories: false)]
             }
             return [.releaseReturnedCategories, .parkAfterGivingBack]
@@ -772,7 +776,7 @@ private struct Explorer {
 
         case let .offerToHold(action):
             guard case let .deliver(observers, errors, _) = action else { return [] }
-            guard world.life.offerToHoldFinish() else { return [.deliverDidFinish(observers: observers, errors: errors)] }
+            guard world.life.offerToHoldFinish() == .offer else { return [.deliverDidFinish(observers: observers, errors: errors)] }
             if scope.holdsFinish {
                 world.heldFinishOwed = true
                 return []
@@ -780,7 +784,7 @@ private struct Explorer {
             return [.takeBackOffer(action)]
 
         case let .takeBackOffer(action):
-            guard world.life.takeHeldFinish() != nil, case let .deliver(observers, errors, _) = action else { return [] }
+            guard case .deliver = world.life.takeHeldFinish(), case let .deliver(observers, errors, _) = action else { return [] }
             return [.deliverDidFinish(observers: observers, errors: errors)]
 
         case let .deliverDidFinish(observers, errors):

@@ -154,7 +154,7 @@ private struct SchedulerModel {
     /// Asking for the category, as `AsyncOperation.acquire(_:)` does: parked if suspended or
     /// without a free slot.
     mutating func acquire(_ index: Int) {
-        if scheduler.parkUnlessFreeToTakeCategories(async(index), ticket: ticket(index)) {
+        if scheduler.parkUnlessFreeToTakeCategories(async(index), ticket: ticket(index)) == .parked {
             stages[index] = .inLine
         } else {
             stages[index] = .acquiring
@@ -236,7 +236,7 @@ private struct SchedulerModel {
     mutating func add(_ index: Int) {
         let operation = operations[index]
         let isAsync = needs[index] != .plain
-        let (generation, _) = scheduler.beginAdmission(counting: isAsync ? 1 : 0)
+        guard case let .admit(generation, _) = scheduler.beginAdmission(counting: isAsync ? 1 : 0) else { return }
         switch needs[index] {
         case .plain, .nothing:
             readyAt[index] = clock
@@ -256,7 +256,7 @@ private struct SchedulerModel {
 
     mutating func dependenciesFinished(_ index: Int) {
         readyAt[index] = clock
-        if scheduler.requestTurn(for: async(index), ticket: ticket(index), needsSlot: needs[index] == .category) {
+        if scheduler.requestTurn(for: async(index), ticket: ticket(index), needsSlot: needs[index] == .category) == .proceed {
             stages[index] = .inLine
             proceed(index)
         } else {
