@@ -145,10 +145,10 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         }
         switch storage.withLock({ $0.machine.launched(child, slot: slot, attempt: attempt) }) {
         case .add:
-            addChild(child)
+            admitChildren([child])
         case .addCancelled:
             child.cancel() // the composite was cancelled as the factory ran: it finishes cancelled
-            addChild(child)
+            admitChildren([child])
         }
     }
 
@@ -162,7 +162,7 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         timer.name = "\(displayName): rerun of child \(slot) in \(delay) s"
         switch storage.withLock({ $0.machine.timerCreated(timer, slot: slot) }) {
         case .add:
-            addChild(timer)
+            admitChildren([timer])
         case .drop:
             break
         }

@@ -67,7 +67,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     /// Adds a child. Allowed until the group finishes; later children are reported as
     /// `.configuredTooLate` and run on a shared queue, so no work is lost. A child added to a
-    /// cancelled group is cancelled.
+    /// cancelled group is cancelled. A `RetryOperation` makes its own children: one added to it
+    /// from outside is reported as `.notSupported` and finishes cancelled.
     public final func addChild(_ operation: Foundation.Operation) {
         addChildren([operation])
     }
@@ -75,6 +76,20 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// Adds children, in order.
     public final func addChildren(_ operations: [Foundation.Operation]) {
         guard !operations.isEmpty else { return }
+        if let refusal = refusalOfChildrenFromOutside {
+            OperationDiagnostics.report(.notSupported, self, refusal)
+            operations.forEach { $0.cancel() }
+            FallbackQueue.shared.addOperations(operations, waitUntilFinished: false) // they finish, cancelled
+            return
+        }
+        admitChildren(operations)
+    }
+
+    /// Why this kind of group takes no children from outside, if it does not.
+    var refusalOfChildrenFromOutside: String? { nil }
+
+    /// Adds children the group itself made (an attempt, a composite's declared child), in order.
+    func admitChildren(_ operations: [Foundation.Operation]) {
         guard !children.withLock(\.isDone) else {
             if isCancelled {
                 operations.forEach { $0.cancel() } // children of a cancelled group must not run
@@ -87,11 +102,22 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     /// How many children may execute at once; 1 runs them one after another, in the order added.
-    /// Defaults to Foundation's default (as many as the system allows).
+    /// Defaults to Foundation's default (as many as the system allows). A `RetryOperation` runs
+    /// one attempt at a time whatever this says: setting it there is reported as `.notSupported`
+    /// and ignored.
     public final var maxConcurrentOperationCount: Int {
         get { queue.maxConcurrentOperationCount }
-        set { queue.maxConcurrentOperationCount = newValue }
+        set {
+            if let refusal = refusalOfWidth {
+                OperationDiagnostics.report(.notSupported, self, refusal)
+                return
+            }
+            queue.maxConcurrentOperationCount = newValue
+        }
     }
+
+    /// Why this kind of group ignores `maxConcurrentOperationCount`, if it does.
+    var refusalOfWidth: String? { nil }
 
     /// Starts the children. A subclass that adds children here calls `super.execute()` after
     /// adding them.

@@ -76,7 +76,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     /// Makes and starts the first attempt.
     public override func execute() {
         if !isCancelled, let first = makeNextAttempt() {
-            addChild(first)
+            admitChildren([first])
         }
         super.execute()
     }
@@ -118,14 +118,14 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         wait.name = "RetryOperation backoff before attempt \(attemptCount + 1)"
         let previousWait = state.withLock { $0.backoffStarted(wait, after: errors) }
         _ = previousWait // released outside the lock
-        addChildren([wait]) // cancelled at once if the retry operation was cancelled meanwhile
+        admitChildren([wait]) // cancelled at once if the retry operation was cancelled meanwhile
         return true
     }
 
     /// Makes the next attempt and adds it; `false` if there is none (cancelled, or finished).
     private func startAttempt() -> Bool {
         guard !isCancelled, let attempt = makeNextAttempt() else { return false }
-        addChildren([attempt]) // cancelled at once if the retry operation was cancelled meanwhile
+        admitChildren([attempt]) // cancelled at once if the retry operation was cancelled meanwhile
         return true
     }
 
@@ -143,6 +143,14 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         let previous = state.withLock { $0.attemptMade(attempt) }
         _ = previous // the attempt it replaces leaves outside the lock
         return attempt
+    }
+
+    override var refusalOfChildrenFromOutside: String? {
+        "children were added to a RetryOperation, which makes its own attempts with makeAttempt; they finish cancelled on a shared queue"
+    }
+
+    override var refusalOfWidth: String? {
+        "maxConcurrentOperationCount was set on a RetryOperation, which runs one attempt at a time; it was ignored"
     }
 
     override func releaseResources() {

@@ -40,6 +40,10 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// An operation was awaited (`finished()`, `value`) but was still on no queue a second
         /// later: it finishes only once it is added to one.
         case awaitedOffQueue
+        /// A group API that means nothing for this kind of group was used: children added to a
+        /// `RetryOperation` from outside (they finish cancelled), or its
+        /// `maxConcurrentOperationCount` set (ignored).
+        case notSupported
     }
 
     /// What went wrong.

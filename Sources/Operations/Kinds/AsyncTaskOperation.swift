@@ -20,43 +20,13 @@ import Foundation
 /// ```
 ///
 /// Cancelled before it executes, the closure never runs. The closure and its task are released
-/// when the operation finishes. For a closure that returns a value, use `ResultTaskOperation`.
-// @unchecked Sendable: `runner` is Sendable (its state is under its own lock); the rest is
-// `AsyncOperation`'s.
-open class AsyncTaskOperation: AsyncOperation, @unchecked Sendable {
-    private let runner: TaskRunner<Void>
-
+/// when the operation finishes. It is a `ResultTaskOperation` whose output is `()`; for a
+/// closure that returns a value, use `ResultTaskOperation` itself.
+// @unchecked Sendable: no state of its own; the rest is `ResultTaskOperation`'s.
+open class AsyncTaskOperation: ResultTaskOperation<Void>, @unchecked Sendable {
     /// Creates an operation that runs `body` in a task of the given priority (by default, the
     /// priority `Task` picks) and finishes when it returns.
-    public init(priority: TaskPriority? = nil, _ body: @escaping @Sendable () async throws -> Void) {
-        runner = TaskRunner(priority: priority, body: body)
-        super.init()
-    }
-
-    /// Starts the closure's task. Subclasses rarely override this.
-    open override func execute() {
-        guard !isCancelled else {
-            finish()
-            return
-        }
-        let started = runner.start { [self] result in
-            switch result {
-            case .success:
-                finish()
-            case let .failure(error):
-                finish(afterTaskThrew: error)
-            }
-        }
-        if !started {
-            finish()
-        }
-    }
-
-    override func cancellationDuringExecution() {
-        runner.cancel()
-    }
-
-    override func releaseResources() {
-        runner.release()
+    public override init(priority: TaskPriority? = nil, _ body: @escaping @Sendable () async throws -> Void) {
+        super.init(priority: priority, body)
     }
 }

@@ -20,13 +20,17 @@ extension AsyncOperation {
 extension ResultOperation {
     /// What waiting for the finished operation gives (and `result` says): its errors (as
     /// `failure` throws them), else `CancellationError` if it was cancelled, else its output,
-    /// else `AsyncOperationError.finishedWithoutOutput`.
+    /// else `AsyncOperationError.finishedWithoutOutput`. An operation whose output is `Void` (an
+    /// `AsyncTaskOperation`) has nothing to produce: finished without an error, it succeeded.
     var outcome: Result<Output, any Error> {
         if let failure {
             return .failure(failure)
         }
         if let output {
             return .success(output)
+        }
+        if let nothing = () as? Output {
+            return .success(nothing)
         }
         return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))
     }

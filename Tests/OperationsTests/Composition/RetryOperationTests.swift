@@ -276,6 +276,25 @@ private func uptime() -> TimeInterval {
         #expect(retryProbe.isReleased())
         #expect(attemptProbe.isReleased())
     }
+
+    @Test func childrenAddedFromOutside_areRefusedClearly_andFinishCancelled() {
+        // Given a retry operation (it makes its own attempts)
+        let retry = RetryOperation(maxAttempts: 2) { _ in AsyncBlockOperation {} }
+        retry.name = uniqueName("retry")
+        let stranger = AsyncBlockOperation {}
+
+        // When a child is added to it from outside, and its width is set
+        retry.addChild(stranger)
+        retry.maxConcurrentOperationCount = 4
+
+        // Then both are reported and change nothing: the stranger finishes cancelled, unrun
+        #expect(DiagnosticsLog.shared.kinds(about: retry.name!) == [.notSupported, .notSupported])
+        #expect(retry.maxConcurrentOperationCount != 4)
+        #expect(waitUntilFinished([stranger]))
+        #expect(stranger.isCancelled)
+        AsyncOperationQueue().addOperations([retry], waitUntilFinished: true)
+        #expect(!retry.isFailed && retry.attemptCount == 1)
+    }
 }
 
 @Suite struct BackoffPolicyTests {

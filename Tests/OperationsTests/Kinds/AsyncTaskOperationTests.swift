@@ -160,4 +160,25 @@ private let oneMinute: UInt64 = 60_000_000_000
         try await group.finished()
         #expect(order.all == ["fetch", "use 7"])
     }
+
+    @Test func isAResultTaskOperationOfVoid_whoseValueIsThereOnceItSucceeded() async throws {
+        let operation = AsyncTaskOperation {}
+        AsyncOperationQueue().addOperation(operation)
+        try await operation.value
+        #expect(operation.output != nil)
+        let asResult: ResultTaskOperation<Void> = operation
+        #expect(asResult.result.map { (try? $0.get()) != nil } == true)
+    }
+
+    @Test func subclassThatFinishesByItself_succeedsWithoutProducing() throws {
+        // A subclass may finish with finish(), as any AsyncOperation does: with nothing to
+        // produce, that is a success, not AsyncOperationError.finishedWithoutOutput.
+        final class FinishesAtOnce: AsyncTaskOperation, @unchecked Sendable {
+            init() { super.init {} }
+            override func execute() { finish() }
+        }
+        let operation = FinishesAtOnce()
+        try operation.runAndWait()
+        #expect(operation.result.map { (try? $0.get()) != nil } == true)
+    }
 }
