@@ -43,10 +43,9 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         var factories: [@Sendable () -> Foundation.Operation]
         var completion: (@Sendable () -> Void)?
         var cancellation: (@Sendable (CompositeFailure) -> CompositeResolution)?
-        /// Children that finished and are yet to be handled, in the order they finished.
-        var inbox: [FinishedChild] = []
-        /// Whether a thread is handling the inbox; others leave their children to it.
-        var isDraining = false
+        /// Children that finished and are yet to be handled, one at a time, in the order they
+        /// finished.
+        var inbox = SerialDrain<FinishedChild>()
     }
 
     private let storage: Locked<Storage>
@@ -80,21 +79,10 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         // Children finishing together are handled one at a time, by whichever thread arrived
         // first, so that the handlers never run concurrently. The group keeps counting a child
         // as pending until it is handled, so it cannot finish meanwhile.
-        let drains = storage.withLock { state -> Bool in
-            state.inbox.append(FinishedChild(child: child, errors: errors))
-            guard !state.isDraining else { return false }
-            state.isDraining = true
-            return true
-        }
-        guard drains else { return }
-        while let next = storage.withLock({ state -> FinishedChild? in
-            guard !state.inbox.isEmpty else {
-                state.isDraining = false
-                return nil
-            }
-            return state.inbox.removeFirst()
-        }) {
-            handle(next)
+        let submission = storage.withLock { $0.inbox.submit(FinishedChild(child: child, errors: errors)) }
+        guard case .drain = submission else { return }
+        while case let .items(next) = storage.withLock({ $0.inbox.takeOldest() }) {
+            next.forEach(handle)
         }
     }
 
@@ -153,13 +141,9 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
     }
 
     private func launch(slot: Int, attempt: Int, after delay: TimeInterval) {
-        let timer = AsyncBlockOperation { [weak self] finish in
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-                self?.delayElapsed(slot: slot, attempt: attempt)
-                finish(nil)
-            }
-        }
+        let timer = DelayOperation(delay) // the engine's one way to wait
         timer.name = "\(displayName): rerun of child \(slot) in \(delay) s"
+        timer.addObserver(RerunTimer(composite: self, slot: slot, attempt: attempt))
         switch storage.withLock({ $0.machine.timerCreated(timer, slot: slot) }) {
         case .add:
             admitChildren([timer])
@@ -168,7 +152,7 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         }
     }
 
-    private func delayElapsed(slot: Int, attempt: Int) {
+    fileprivate func delayElapsed(slot: Int, attempt: Int) {
         perform(storage.withLock { $0.machine.delayElapsed(slot: slot, attempt: attempt) })
     }
 
@@ -201,5 +185,18 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         }
         _ = released // the closures' captures are released outside the lock
         super.releaseResources()
+    }
+}
+
+/// Launches a child's rerun once its wait is over: heard as the wait finishes, before the
+/// composite counts the wait as done, so it never sees a moment with nothing left to run. A wait
+/// cut short by the composite's cancellation launches nothing (the composite's state says so).
+private struct RerunTimer: OperationObserver {
+    weak var composite: CompositeOperation?
+    let slot: Int
+    let attempt: Int
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
+        composite?.delayElapsed(slot: slot, attempt: attempt)
     }
 }

@@ -19,19 +19,15 @@ final class ProgressApplier: Sendable {
         let applied: DispatchSemaphore?
     }
 
-    private struct State {
-        var pending: [Change] = []
-        var isApplying = false
-    }
-
-    private let state = Locked<State>.make(State())
+    private let changes = Locked<SerialDrain<Change>>.make(SerialDrain())
 
     /// Applies `delta` to `progress` and returns once it is applied, so that a thread sees its own
     /// change at once. Called from user code that the applying thread is running (a progress
     /// observer), it leaves the change to that thread's loop, which applies it next.
     func apply(_ delta: ProgressDelta, to progress: Progress) {
         if PerThreadState.current.isApplyingProgress {
-            state.withLock { $0.pending.append(Change(progress: progress, delta: delta, applied: nil)) }
+            let submission = changes.withLock { $0.submit(Change(progress: progress, delta: delta, applied: nil)) }
+            _ = submission // this thread is the drainer: its loop applies it next
             return
         }
         submitAndWait(progress, delta)
@@ -51,13 +47,10 @@ final class ProgressApplier: Sendable {
     /// Applies the change on this thread if nobody is applying (the common case, with nothing
     /// queued or allocated), or waits for the thread that is.
     private func submitAndWait(_ progress: Progress, _ delta: ProgressDelta) {
-        let waiter = state.withLock { state -> DispatchSemaphore? in
-            guard state.isApplying else {
-                state.isApplying = true
-                return nil
-            }
+        let waiter = changes.withLock { changes -> DispatchSemaphore? in
+            guard case .leftToDrainer = changes.becomeDrainerIfNone() else { return nil }
             let applied = DispatchSemaphore(value: 0)
-            state.pending.append(Change(progress: progress, delta: delta, applied: applied))
+            _ = changes.submit(Change(progress: progress, delta: delta, applied: applied))
             return applied
         }
         if let waiter {
@@ -74,13 +67,7 @@ final class ProgressApplier: Sendable {
     /// Applies what other threads left meanwhile until none is left; the caller is the one
     /// applier until then.
     private func applyPending() {
-        while true {
-            let batch = state.withLock { state -> [Change] in
-                if state.pending.isEmpty { state.isApplying = false }
-                defer { state.pending = [] }
-                return state.pending
-            }
-            guard !batch.isEmpty else { return }
+        while case let .items(batch) = changes.withLock({ $0.takeNext() }) {
             for change in batch {
                 change.delta.apply(to: change.progress)
                 change.applied?.signal()

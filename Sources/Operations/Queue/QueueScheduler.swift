@@ -85,10 +85,9 @@ struct QueueScheduler {
     private(set) var line = WaitingLine()
     /// Operations that need categories, waiting for a free slot, by ticket.
     private(set) var slotLine = WaitingLine()
-    /// A serial queue's hand-offs not yet given to Foundation, in order, and whether a thread is
-    /// delivering them.
-    private(set) var outbox: [Operation] = []
-    private(set) var isDeliveringOutbox = false
+    /// A serial queue's hand-offs not yet given to Foundation, in order, delivered by one thread
+    /// at a time.
+    private(set) var outbox = SerialDrain<Operation>()
 
     /// The operations waiting in line, in the order they will be let through.
     var waiting: [Waiter] { line.waiters }
@@ -331,7 +330,7 @@ struct QueueScheduler {
     // MARK: - The outbox (serial queues)
 
     private var usesOutbox: Bool {
-        isSerial || isDeliveringOutbox || !outbox.isEmpty
+        isSerial || outbox.isDraining || !outbox.isEmpty
     }
 
     /// Sends an operation cleared to run towards Foundation: straight in `letThrough`, or, on a
@@ -341,9 +340,7 @@ struct QueueScheduler {
             letThrough.handOff.append(operation)
             return
         }
-        outbox.append(operation)
-        if !isDeliveringOutbox {
-            isDeliveringOutbox = true
+        if case .drain = outbox.submit(operation) {
             letThrough.deliversOutbox = true
         }
     }
@@ -352,12 +349,8 @@ struct QueueScheduler {
     /// next, in order; empty when the outbox is empty, and then nobody delivers any more.
     mutating func takeOutbox(given: [Operation]) -> [Operation] {
         gaveToFoundation(given)
-        guard !outbox.isEmpty else {
-            isDeliveringOutbox = false
-            return []
-        }
-        defer { outbox = [] }
-        return outbox
+        guard case let .items(next) = outbox.takeNext() else { return [] }
+        return next
     }
 
     /// What a thread that waits for the queue to be idle does.

@@ -316,7 +316,7 @@ private struct SchedulerModel {
             #expect(!scheduler.waiting.contains { $0.operation === operations[index] }, "op\(index) done but in line after \(trail)")
             #expect(!scheduler.slotLine.waiters.contains { $0.operation === operations[index] }, "op\(index) done but in the slot line after \(trail)")
         }
-        #expect(scheduler.outbox.isEmpty && !scheduler.isDeliveringOutbox, "outbox left undelivered after \(trail)")
+        #expect(scheduler.outbox.isEmpty && !scheduler.outbox.isDraining, "outbox left undelivered after \(trail)")
     }
 
     func checkTerminal(_ trail: [String]) {
