@@ -44,7 +44,7 @@ import Foundation
 /// ```
 // @unchecked Sendable: `children` lives in a `Locked` value; the queue is thread-safe.
 open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendable {
-    private let queue = AsyncOperationQueue()
+    private let queue: AsyncOperationQueue
     let children = Locked.make(GroupStateMachine())
 
     /// The group's progress, in children: admitted (`totalUnitCount`) and finished
@@ -55,8 +55,21 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
+        queue = AsyncOperationQueue()
         progress = Progress(totalUnitCount: 0)
         super.init()
+        prepare(operations)
+    }
+
+    /// Creates a group whose children run with `engine` (tests build isolated worlds so).
+    init(operations: [Foundation.Operation] = [], engine: OperationsEngine) {
+        queue = AsyncOperationQueue(engine: engine)
+        progress = Progress(totalUnitCount: 0)
+        super.init()
+        prepare(operations)
+    }
+
+    private func prepare(_ operations: [Foundation.Operation]) {
         progress.isCancellable = true
         progress.cancellationHandler = { [weak self] in self?.cancel() }
         queue.name = "GroupOperation children"
@@ -79,7 +92,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         if let refusal = refusalOfChildrenFromOutside {
             OperationDiagnostics.report(.notSupported, self, refusal)
             operations.forEach { $0.cancel() }
-            FallbackQueue.shared.addOperations(operations, waitUntilFinished: false) // they finish, cancelled
+            queue.engine.fallbackQueue.addOperations(operations, waitUntilFinished: false) // they finish, cancelled
             return
         }
         admitChildren(operations)
@@ -95,7 +108,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
                 operations.forEach { $0.cancel() } // children of a cancelled group must not run
             }
             OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run (or, the group being cancelled, finish cancelled) on a shared queue")
-            FallbackQueue.shared.addOperations(operations, waitUntilFinished: false)
+            queue.engine.fallbackQueue.addOperations(operations, waitUntilFinished: false)
             return
         }
         queue.addOperations(operations, waitUntilFinished: false)
@@ -145,7 +158,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             child.cancel() // joined a group already cancelled: it must not run either
         }
         guard !(child is AsyncOperation) else { return }
-        _ = DependencyWatcher.watch(child) { [weak self] in
+        _ = queue.engine.dependencyWatcher.watch(child) { [weak self] in
             self?.recordChildFinished(child, errors: [])
         }
     }
@@ -196,16 +209,16 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         updateProgress(ProgressDelta(cancels: true))
     }
 
-    /// Adds `delta` to `progress` through the process-wide applier, never under a lock and
-    /// never two threads at once (see `ProgressApplier`).
+    /// Adds `delta` to `progress` through the engine's applier, never under a lock and never
+    /// two threads at once (see `ProgressApplier`).
     private func updateProgress(_ delta: ProgressDelta) {
-        ProgressApplier.shared.apply(delta, to: progress)
+        queue.engine.progress.apply(delta, to: progress)
     }
 
     /// The group finished: its progress is complete (a group without children counts as one
     /// unit done) before its parent group hears of it, and before it is `isFinished`.
     private func completeProgress() {
-        ProgressApplier.shared.applyAndWait(ProgressDelta(completes: true), to: progress)
+        queue.engine.progress.applyAndWait(ProgressDelta(completes: true), to: progress)
     }
 
     override func releaseResources() {

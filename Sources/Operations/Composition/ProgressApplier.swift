@@ -9,8 +9,9 @@ import Foundation
 /// groups whose children finish on different threads) corrupt it. So changes are queued here and
 /// applied by whichever thread finds nobody applying, in the order they were made; never under a
 /// lock, since progress observers (and a progress's cancellation handler) are user code.
+/// One for the process, whatever the engine (`OperationsEngine.progress`).
 final class ProgressApplier: Sendable {
-    static let shared = ProgressApplier()
+    static let processWide = ProgressApplier()
 
     private struct Change {
         let progress: Progress

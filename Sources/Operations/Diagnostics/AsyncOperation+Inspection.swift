@@ -28,7 +28,7 @@ extension AsyncOperation {
         case .waitingForCategories where facts.categories.isEmpty:
             if lineReason == nil { state = .ready } // passing through on its way to Foundation
         case .waitingForCategories where !facts.holdsCategories && lineReason == nil:
-            reasons += categoryReasons(place: facts.linePlace, categories: facts.categories)
+            reasons += categoryReasons(place: facts.linePlace, categories: facts.categories, in: facts.queue?.engine ?? .shared)
         case .ready where lineReason == nil:
             if let queue = facts.queue, queue.isSuspended {
                 reasons.append(.suspendedQueue(queue.name))
@@ -39,8 +39,20 @@ extension AsyncOperation {
         return OperationSnapshot(name: displayName, state: state, isCancelled: facts.isCancelled, waitsFor: reasons)
     }
 
-    private func categoryReasons(place: LinePlace, categories: [String]) -> [OperationSnapshot.Reason] {
-        ExclusivityController.shared.standings(of: place, in: categories).compactMap { standing in
+    /// The operations holding the categories this one waits for, by identity, whichever queue
+    /// they are on (for the stall watch: since when each has been executing).
+    func holdersOfAwaitedCategories() -> [(category: String, holder: AsyncOperation)] {
+        let facts = lifecycle.withLock { $0.inspection }
+        guard facts.phase == .waitingForCategories, !facts.holdsCategories, !facts.categories.isEmpty else { return [] }
+        let engine = facts.queue?.engine ?? .shared
+        return engine.exclusivity.standings(of: facts.linePlace, in: facts.categories).compactMap { standing in
+            guard let holder = standing.holder, holder !== self else { return nil }
+            return (standing.category, holder)
+        }
+    }
+
+    private func categoryReasons(place: LinePlace, categories: [String], in engine: OperationsEngine) -> [OperationSnapshot.Reason] {
+        engine.exclusivity.standings(of: place, in: categories).compactMap { standing in
             let holder = standing.holder.flatMap { $0 === self ? nil : $0.displayName }
             guard holder != nil || (standing.waitersAhead ?? 0) > 0 else { return nil } // free for it
             return .category(standing.category, heldBy: holder, waitersAhead: standing.waitersAhead)

@@ -1,7 +1,9 @@
 import Foundation
 
 /// Watches a queue for operations that wait (not execute) longer than a threshold, and reports
-/// each once through `OperationDiagnostics` as `.stalled`, with what it waits for.
+/// each once through `OperationDiagnostics` as `.stalled`, with what it waits for and, for a
+/// category, since when its holder has been executing: the holder is found by identity in the
+/// engine, whichever queue it is on.
 ///
 /// It looks at the queue's snapshot on a timer (a quarter of the threshold, between 10 ms and
 /// 1 s), so a queue that is not watched pays nothing. An operation's waiting time counts from
@@ -44,17 +46,21 @@ final class StallWatch: Sendable {
         }
         let operations = queue.allOperations
         let snapshots = operations.map { ($0, ($0 as? AsyncOperation)?.snapshot() ?? queue.snapshot(ofPlain: $0)) }
+        // The holders of the categories its operations wait for, by identity, on any queue.
+        let holders = operations.map { (($0 as? AsyncOperation)?.holdersOfAwaitedCategories() ?? []) }
+        let executingHolders = holders.joined().filter { $0.holder.isExecuting }.map(\.holder)
         let now = DispatchTime.now()
         let stalled = seen.withLock { table -> [(Operation, String)] in
             var next: [ObjectIdentifier: Seen] = [:]
             var stalled: [(Operation, String)] = []
-            var executingSince: [String: DispatchTime] = [:]
-            for (operation, snapshot) in snapshots {
-                if let since = table[ObjectIdentifier(operation)]?.executingSince { executingSince[snapshot.name] = since }
+            for holder in executingHolders {
+                let id = ObjectIdentifier(holder)
+                next[id] = Seen(executingSince: table[id]?.executingSince ?? now)
             }
-            for (operation, snapshot) in snapshots {
+            for ((operation, snapshot), holders) in zip(snapshots, holders) {
                 let id = ObjectIdentifier(operation)
                 var entry = table[id] ?? Seen()
+                entry.executingSince = next[id]?.executingSince ?? entry.executingSince
                 switch snapshot.state {
                 case .executing, .finishing, .finished:
                     if entry.executingSince == nil { entry.executingSince = now }
@@ -63,7 +69,8 @@ final class StallWatch: Sendable {
                     if let since = entry.waitingSince, !entry.wasReported,
                        Self.seconds(from: since, to: now) >= threshold {
                         entry.wasReported = true
-                        stalled.append((operation, Self.message(for: snapshot, waited: Self.seconds(from: since, to: now), holdersExecutingSince: executingSince, now: now)))
+                        let holding = holders.map { (name: $0.holder.displayName, since: next[ObjectIdentifier($0.holder)]?.executingSince) }
+                        stalled.append((operation, Self.message(for: snapshot, waited: Self.seconds(from: since, to: now), holders: holding, now: now)))
                     }
                 }
                 next[id] = entry
@@ -76,11 +83,11 @@ final class StallWatch: Sendable {
         }
     }
 
-    private static func message(for snapshot: OperationSnapshot, waited: TimeInterval, holdersExecutingSince: [String: DispatchTime], now: DispatchTime) -> String {
+    private static func message(for snapshot: OperationSnapshot, waited: TimeInterval, holders: [(name: String, since: DispatchTime?)], now: DispatchTime) -> String {
         var message = "has waited \(format(waited)) without executing: \(snapshot)"
-        for case let .category(_, holder?, _) in snapshot.waitsFor {
-            if let since = holdersExecutingSince[holder] {
-                message += " ('\(holder)' has been executing for \(format(seconds(from: since, to: now))))"
+        for holder in holders {
+            if let since = holder.since {
+                message += " ('\(holder.name)' has been executing for \(format(seconds(from: since, to: now))))"
             }
         }
         return message

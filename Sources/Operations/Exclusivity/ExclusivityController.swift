@@ -12,8 +12,6 @@
 /// its lines, so overlapping categories never deadlock. Waiting happens here, outside
 /// Foundation's queue, so a waiting operation occupies no concurrency slot.
 final class ExclusivityController: Sendable {
-    static let shared = ExclusivityController()
-
     private let state = Locked<ExclusivityState>.make(ExclusivityState())
 
     /// Asks for `categories` for `operation`, which is free to run (its conditions passed, its
@@ -55,11 +53,11 @@ final class ExclusivityController: Sendable {
         case .none:
             break
         case let .one(operation):
-            Trampoline.run(with: operation) { $0.categoriesWereGranted() }
+            Trampoline.run(with: (operation, self)) { $0.0.categoriesWereGranted(by: $0.1) }
         case let .several(operations):
-            Trampoline.run(with: operations) { operations in
+            Trampoline.run(with: (operations, self)) { operations, controller in
                 for operation in operations {
-                    operation.categoriesWereGranted()
+                    operation.categoriesWereGranted(by: controller)
                 }
             }
         }

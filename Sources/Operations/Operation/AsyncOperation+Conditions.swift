@@ -48,7 +48,7 @@ extension AsyncOperation {
         } else if lifecycle.withLock({ $0.addDependency(dependency) }) == .added {
             startWaiting(for: dependency)
         }
-        (queue ?? FallbackQueue.shared).addOperation(dependency)
+        (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
     }
 
     func advance(_ action: OperationLifecycle.AdvanceAction) {
@@ -208,9 +208,10 @@ extension AsyncOperation {
         }
         // Marked as in line first, so that a finish from now on takes it out of line again.
         guard case let .ask(place) = lifecycle.withLock({ $0.enterLine() }) else { return }
-        switch ExclusivityController.shared.acquire(categories, for: self, place: place) {
+        let exclusivity = (queue?.engine ?? .shared).exclusivity
+        switch exclusivity.acquire(categories, for: self, place: place) {
         case .granted:
-            categoriesWereGranted()
+            categoriesWereGranted(by: exclusivity)
         case .waits:
             logWaiting()
         }
@@ -218,9 +219,9 @@ extension AsyncOperation {
 
     /// Leaves the lines of the categories it waits for, if it stands in them; returns its ticket.
     private func leaveCategoryLines() -> UInt64 {
-        let (move, ticket) = lifecycle.withLock { ($0.leaveLine(), $0.ticket) }
+        let (move, ticket, queue) = lifecycle.withLock { ($0.leaveLine(), $0.ticket, $0.queue) }
         if case let .withdraw(place, categories) = move {
-            ExclusivityController.shared.withdraw(place: place, from: categories)
+            (queue?.engine ?? .shared).exclusivity.withdraw(place: place, from: categories)
         }
         return ticket
     }
@@ -236,7 +237,7 @@ extension AsyncOperation {
             return (state.linePlace, state.categories, queue, state.ticket)
         }
         guard let (place, categories, queue, ticket) = standing,
-              ExclusivityController.shared.withdraw(place: place, from: categories) else { return }
+              queue.engine.exclusivity.withdraw(place: place, from: categories) else { return }
         // Out of every line now: marked so that a finish has nothing to withdraw (the withdrawal
         // came first, as a request still on its way must keep its mark).
         _ = lifecycle.withLock { $0.leaveLine() }
@@ -258,7 +259,7 @@ extension AsyncOperation {
             // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
             queue?.handOff(self, ticket: ticket, holdsCategories: false)
         case let .release(categories, queue, ticket):
-            ExclusivityController.shared.release(categories)
+            (queue?.engine ?? .shared).exclusivity.release(categories)
             if let queue {
                 parkUntilResumed(on: queue, ticket: ticket)
             }
@@ -279,14 +280,14 @@ extension AsyncOperation {
         }
     }
 
-    /// Called by the exclusivity controller once every category is held for this operation.
-    func categoriesWereGranted() {
+    /// Called once every category is held for this operation, by the `controller` that holds them.
+    func categoriesWereGranted(by controller: ExclusivityController) {
         let (action, categories) = lifecycle.withLock { ($0.categoriesGranted(), $0.categories) }
         logIfLogging(.categoriesGranted(categories))
-        perform(action)
+        perform(action, grantedBy: controller)
     }
 
-    func perform(_ action: OperationLifecycle.GrantAction) {
+    func perform(_ action: OperationLifecycle.GrantAction, grantedBy controller: ExclusivityController? = nil) {
         switch action {
         case .none:
             break
@@ -294,8 +295,8 @@ extension AsyncOperation {
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
         case let .startExecuting(observers):
             beginExecution(observers: observers)
-        case .releaseAtOnce:
-            ExclusivityController.shared.release(lifecycle.withLock { $0.categories })
+        case let .releaseAtOnce(categories):
+            (controller ?? engine.exclusivity).release(categories)
         }
     }
 }

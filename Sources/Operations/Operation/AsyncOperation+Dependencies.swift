@@ -13,7 +13,7 @@ extension AsyncOperation {
         } else if operation.isFinished {
             dependencyDidFinish(id)
         } else {
-            let watcher = DependencyWatcher.watch(operation) { [weak self] in
+            let watcher = engine.dependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
             lifecycle.withLock { $0.watch(id, with: watcher) }

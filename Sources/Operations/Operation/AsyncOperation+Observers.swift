@@ -36,16 +36,7 @@ extension AsyncOperation {
             queue.addOperation(operation)
         } else {
             OperationDiagnostics.report(.producedWithoutQueue, self, "produce(_:) was called on an operation that is not on a queue; '\(operation.displayName)' runs on a shared queue instead")
-            FallbackQueue.shared.addOperation(operation)
+            OperationsEngine.shared.fallbackQueue.addOperation(operation)
         }
     }
-}
-
-/// The queue that runs operations produced or required by operations that are not on a queue.
-enum FallbackQueue {
-    static let shared: AsyncOperationQueue = {
-        let queue = AsyncOperationQueue()
-        queue.name = "Operations.FallbackQueue"
-        return queue
-    }()
 }

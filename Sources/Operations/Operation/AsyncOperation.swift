@@ -112,6 +112,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         snapshot().description
     }
 
+    /// The engine of the queue the operation is on (`OperationsEngine.shared` if it is on none
+    /// of ours, or has finished).
+    var engine: OperationsEngine {
+        lifecycle.withLock { $0.queue }?.engine ?? .shared
+    }
+
     /// Whether the operation was never added to a queue, started or finished.
     var isUnused: Bool {
         lifecycle.withLock { $0.phase == .initialized }
@@ -151,7 +157,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 finish(with: AsyncOperationError.startedBeforeDependenciesFinished(operation: displayName))
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
-                let ticket = Ticket.next()
+                let ticket = OperationsEngine.shared.tickets.next() // started by hand: on no queue of ours
                 lifecycle.withLock { $0.startedOn(callerQueue, ticket: ticket) }
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .reportOutOfTurn(message):
@@ -220,7 +226,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 completeFinish()
             }
         case let .releaseCategoriesEarly(categories):
-            ExclusivityController.shared.release(categories)
+            engine.exclusivity.release(categories)
         }
     }
 
@@ -261,7 +267,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         #endif
         willChangeValue(forKey: ObservedKey.isFinished)
         var remains = lifecycle.withLock { $0.completeFinish() }
-        let exclusivity = ExclusivityController.shared
+        let exclusivity = (remains.queue?.engine ?? .shared).exclusivity
         if !remains.categoriesToWithdraw.isEmpty {
             exclusivity.withdraw(place: remains.linePlace, from: remains.categoriesToWithdraw)
         }
@@ -319,7 +325,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             case .announceReady:
                 announceReadiness()
             case let .releaseCategories(categories):
-                ExclusivityController.shared.release(categories)
+                engine.exclusivity.release(categories)
             }
             wasCancelled() // after the operation's own reaction: a group has cancelled its children
             perform(heldBack)

@@ -5,16 +5,18 @@ import Foundation
 /// Foundation offers no portable way to observe an operation finishing (there is no real
 /// key-value observing on Linux), so a tiny watcher operation that depends on it runs on a
 /// private queue and reports back.
-enum DependencyWatcher {
-    private static let queue: OperationQueue = {
-        let queue = OperationQueue()
+/// One per engine (`OperationsEngine.dependencyWatcher`).
+final class DependencyWatcher: Sendable {
+    private let queue: OperationQueue
+
+    init() {
+        queue = OperationQueue()
         queue.name = "Operations.DependencyWatcher"
-        return queue
-    }()
+    }
 
     /// Calls `report` once `operation` has finished or been cancelled. Cancel the returned
     /// watcher to stop listening.
-    static func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Operation {
+    func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Operation {
         let watcher = BlockOperation(block: report)
         watcher.addDependency(operation)
         queue.addOperation(watcher)
@@ -28,7 +30,7 @@ enum DependencyWatcher {
     /// and released before its dependency finished is freed while the dependency still points at
     /// it, and the dependency's finish then touches freed memory. A queue keeps the plain
     /// operations it is given alive until then (it already does so for its own operations).
-    static func keepAlive(_ operation: Operation, untilFinished dependencies: [Operation]) {
+    func keepAlive(_ operation: Operation, untilFinished dependencies: [Operation]) {
         let unfinished = dependencies.filter { !$0.isFinished }
         guard !unfinished.isEmpty else { return }
         let keeper = BlockOperation { withExtendedLifetime(operation) {} }

@@ -687,13 +687,13 @@ struct OperationLifecycle {
         /// it give its categories back first).
         case handOff(queue: AsyncOperationQueue?, ticket: UInt64, holdsCategories: Bool)
         case startExecuting(observers: [any OperationObserver])
-        /// The operation already finished; give the categories straight back.
-        case releaseAtOnce
+        /// The operation already finished; give these categories straight back.
+        case releaseAtOnce([String])
         case none
     }
 
     mutating func categoriesGranted() -> GrantAction {
-        if case .finished = state { return .releaseAtOnce }
+        if case .finished = state { return .releaseAtOnce(categories) }
         updateStanding { standing in
             standing.inLine = false
             standing.holds = true

@@ -56,8 +56,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Creates an empty queue.
     public override init() {
+        engine = .shared
         super.init()
     }
+
+    /// Creates an empty queue whose operations use `engine` (tests build isolated worlds so).
+    init(engine: OperationsEngine) {
+        self.engine = engine
+        super.init()
+    }
+
+    /// What the queue's operations share with the other queues of the same engine: categories,
+    /// the order of adds, the watchers of plain dependencies.
+    let engine: OperationsEngine
 
     /// Told when operations are added, start and finish. Held weakly.
     public weak var delegate: (any AsyncOperationQueueDelegate)? {
@@ -250,7 +261,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             admit(operation, batch: &batch, context)
             return
         }
-        let ticket = Ticket.next()
+        let ticket = engine.tickets.next()
         if operation.isFinished || operation.isExecuting {
             OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
         } else if PlainOperationRegistry.register(operation, ticket: ticket) != nil {
@@ -260,14 +271,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             context.group?.childWasAdmitted(operation)
             let dependencies = operation.dependencies
             if !dependencies.isEmpty {
-                DependencyWatcher.keepAlive(operation, untilFinished: dependencies)
+                engine.dependencyWatcher.keepAlive(operation, untilFinished: dependencies)
             }
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         }
     }
 
     private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
-        let ticket = Ticket.next()
+        let ticket = engine.tickets.next()
         let lineRoot = context.group?.lifecycle.withLock { $0.linePlace.root } ?? 0
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
         case let .reject(kind, message):

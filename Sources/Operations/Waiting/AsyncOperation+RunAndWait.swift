@@ -56,10 +56,11 @@ extension AsyncOperation {
         }
         let isNew = phase == .initialized
         let target = isNew ? (queue ?? privateQueue()) : currentQueue
+        let waits = engine.blockingWaits
         let registration = try target.map {
-            try BlockingWait.begin(waitingFor: self, on: $0, needsSlot: isBeforeExecution)
+            try waits.begin(waitingFor: self, on: $0, needsSlot: isBeforeExecution)
         }
-        defer { registration.map(BlockingWait.end) }
+        defer { registration.map(waits.end) }
 
         let finished = DispatchSemaphore(value: 0)
         let listener = FinishListener()

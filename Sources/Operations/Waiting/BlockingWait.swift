@@ -12,20 +12,23 @@ import Foundation
 ///
 /// Waits through other queues (the main thread waiting for an operation whose dependency runs on
 /// the main queue, say) are not detected; a timeout bounds those.
-enum BlockingWait {
+/// One per engine (`OperationsEngine.blockingWaits`).
+final class BlockingWait: Sendable {
     /// A thread allowed to block; give it back to `end(_:)` once it stops waiting.
     struct Registration {
         fileprivate let queue: ObjectIdentifier?
     }
 
     /// For each queue, how many threads are blocked inside one of its operations.
-    private static let waitersInside = Locked<[ObjectIdentifier: Int]>.make([:])
+    private let waitersInside = Locked<[ObjectIdentifier: Int]>.make([:])
+
+    init() {}
 
     /// Registers the calling thread as about to block until `operation`, on `queue`, finishes;
     /// `needsSlot` is false once the operation executes (it holds its slot already). Throws
     /// `AsyncOperationError.waitWouldDeadlock` if the wait could never end.
-    static func begin(waitingFor operation: AsyncOperation, on queue: OperationQueue, needsSlot: Bool) throws -> Registration {
-        if isOnMainQueue && isMain(queue) {
+    func begin(waitingFor operation: AsyncOperation, on queue: OperationQueue, needsSlot: Bool) throws -> Registration {
+        if Self.isOnMainQueue && Self.isMain(queue) {
             throw AsyncOperationError.waitWouldDeadlock(
                 operation: operation.displayName,
                 reason: "it runs on the main queue, which the waiting main thread would block"
@@ -56,7 +59,7 @@ enum BlockingWait {
     }
 
     /// The thread stopped waiting.
-    static func end(_ registration: Registration) {
+    func end(_ registration: Registration) {
         guard let id = registration.queue else { return }
         waitersInside.withLock { waiters in
             let remaining = waiters[id, default: 1] - 1

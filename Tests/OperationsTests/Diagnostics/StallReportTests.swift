@@ -37,6 +37,35 @@ import TestSupport
         #expect(queue.stallReportThreshold == nil)
     }
 
+    @Test func holderOnAnotherQueue_isFoundByIdentity_withHowLongItHasBeenExecuting() {
+        // Given the holder of a category on one queue, and an operation waiting for the category on
+        // another queue, the watched one
+        let log = DiagnosticsLog.shared
+        let category = uniqueName("Database")
+        let held = HeldOperations()
+        let holderName = uniqueName("migrate")
+        let holder = held.make(holderName)
+        holder.addCondition(ExclusiveStub(category))
+        AsyncOperationQueue().addOperation(holder)
+        #expect(held.waitUntilStarted(holderName))
+        let waiter = AsyncBlockOperation {}
+        waiter.name = uniqueName("sync")
+        waiter.addCondition(ExclusiveStub(category))
+        let watched = AsyncOperationQueue()
+        watched.stallReportThreshold = 0.3
+
+        // When the waiter has waited past the threshold
+        watched.addOperations([waiter], waitUntilFinished: false)
+
+        // Then its report says how long the holder (the one on the other queue) has executed
+        #expect(waitUntil { !log.diagnostics(about: waiter.name!).isEmpty })
+        let report = log.diagnostics(about: waiter.name!)[0]
+        #expect(report.message.contains("'\(holderName)' has been executing for"))
+        held.finish(holderName)
+        #expect(waitUntilFinished([waiter]))
+        watched.stallReportThreshold = nil
+    }
+
     @Test func queueWithoutAThreshold_reportsNothing() {
         let queue = AsyncOperationQueue()
         #expect(queue.stallReportThreshold == nil)
