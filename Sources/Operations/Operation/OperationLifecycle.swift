@@ -516,6 +516,9 @@ struct OperationLifecycle {
     /// Adds a condition, until the conditions are evaluated.
     mutating func addCondition(_ condition: any OperationCondition) -> Configuration {
         guard acceptsConfiguration else { return .tooLate }
+        if conditions.isEmpty {
+            conditions.reserveCapacity(4) // a few is the rule: one allocation, not one per condition
+        }
         conditions.append(condition)
         return phase == .pending ? .addedWhileWaiting : .added
     }
@@ -531,6 +534,9 @@ struct OperationLifecycle {
     /// Adds an observer, until the operation is finishing.
     mutating func addObserver(_ observer: any OperationObserver) -> Configuration {
         guard !hasBegunFinishing else { return .tooLate }
+        if observers.isEmpty {
+            observers.reserveCapacity(4) // as for conditions: one allocation for the usual few
+        }
         observers.append(observer)
         return .added
     }

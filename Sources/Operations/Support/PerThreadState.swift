@@ -12,9 +12,8 @@ final class PerThreadState {
     var isDraining = false
     var pending: [() -> Void] = []
     var isReleasing = false
-    /// The condition type `ConditionKinds` was last asked about on this thread, and its answer.
-    var lastConditionType: ObjectIdentifier?
-    var lastConditionTypeIsSatisfiedByConstruction = false
+    /// The condition types `ConditionKinds` was last asked about on this thread, and its answers.
+    var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
     var graveyard: [AnyObject] = []
     /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
     /// right now, so that its overrides pass them straight through if Foundation calls back into
