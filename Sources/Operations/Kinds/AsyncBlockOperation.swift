@@ -94,15 +94,16 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
         }
     }
 
-    /// A cancel while executing: before the block is called, it never is; while it is being
-    /// called, the operation finishes once the call returns; after, a continuation still pending
-    /// is cut short at once.
+    /// A cancel while executing: before the block is called, it never is (`execute()`, on its way,
+    /// finishes instead: so `operationDidStart` is still followed by `execute()`); while it is
+    /// being called, the operation finishes once the call returns; after, a continuation still
+    /// pending is cut short at once.
     override func cancellationDuringExecution() {
         let finishesNow = block.withLock { state -> Bool in
             switch state.invocation {
             case .notStarted:
                 state.invocation = .skipped
-                return true
+                return false
             case .invoking:
                 state.invocation = .invoking(finishRequested: true)
                 return false
