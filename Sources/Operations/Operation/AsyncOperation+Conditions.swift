@@ -294,7 +294,7 @@ extension AsyncOperation {
         case let .handOff(queue, ticket, holdsCategories):
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
         case let .startExecuting(observers):
-            beginExecution(observers: observers)
+            beginExecution(observers: observers, queue: nil) // started by hand: on no queue of ours
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
         }

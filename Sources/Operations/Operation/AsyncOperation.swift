@@ -148,8 +148,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             switch action {
             case .none:
                 break
-            case let .execute(observers):
-                beginExecution(observers: observers)
+            case let .execute(observers, queue):
+                beginExecution(observers: observers, queue: queue)
             case let .finish(finishing):
                 perform(finishing)
             case .finishNotReady:
@@ -166,13 +166,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         }
     }
 
-    func beginExecution(observers: [any OperationObserver]) {
+    func beginExecution(observers: [any OperationObserver], queue: AsyncOperationQueue?) {
         for observer in observers {
             observer.operationDidStart(self)
         }
-        if let queue = lifecycle.withLock({ $0.queue }) {
-            queue.operationDidStart(self)
-        }
+        queue?.operationDidStart(self)
         switch lifecycle.withLock({ $0.startDelivered() }) {
         case let .finish(heldBack):
             perform(heldBack) // finished while its start was being announced

@@ -802,7 +802,8 @@ struct OperationLifecycle {
 
     enum StartAction {
         case none
-        case execute(observers: [any OperationObserver])
+        /// Tell `observers` and the queue's delegate (of `queue`) it started, then execute.
+        case execute(observers: [any OperationObserver], queue: AsyncOperationQueue?)
         case finish(FinishAction)
         case finishNotReady
         case runPipelineInline([any OperationCondition])
@@ -815,7 +816,7 @@ struct OperationLifecycle {
             if isCancelled || finishRequested { return .finish(beginFinishing(adding: [])) }
             state = .executing(placement, standing)
             notificationsInFlight += 1
-            return .execute(observers: observers)
+            return .execute(observers: observers, queue: queue)
         case .initialized:
             if isCancelled { return .finish(beginFinishing(adding: [])) }
             guard unfinishedDependencies.isEmpty else { return .finishNotReady }

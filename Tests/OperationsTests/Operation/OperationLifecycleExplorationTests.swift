@@ -559,7 +559,7 @@ private struct Explorer {
         switch action {
         case .none, .reportOutOfTurn:
             return []
-        case let .execute(observers):
+        case let .execute(observers, _):
             checkExecutionDecided(in: &world, by: caller)
             return [.deliverDidStart(observers: observers.count)]
         case let .finish(action):
