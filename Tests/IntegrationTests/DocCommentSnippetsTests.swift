@@ -573,3 +573,12 @@ final class CountingOperation: AsyncOperation, @unchecked Sendable {
     AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
     #expect(operation.pageCount == 1)
 }
+
+@Test func docComment_shutDown() async {
+    // docs:
+    let queue = AsyncOperationQueue()
+    queue.addOperation(AsyncBlockOperation { try store.save() })
+    await queue.shutDown(gracePeriod: 10)    // on SIGTERM, say
+    // :docs
+    #expect(queue.isShutDown && queue.allOperationCount == 0)
+}

@@ -46,6 +46,10 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// A `ResultOperation` finished without errors, without being cancelled and without producing
     /// its output, so there is no value to return.
     case finishedWithoutOutput(operation: String)
+    /// The operation's queue was shut down (`AsyncOperationQueue.shutDown(gracePeriod:)`): it
+    /// was added after the shut-down began, or it still waited when it began, or it still ran
+    /// when the grace period ended. It was cancelled with this error.
+    case queueShutDown
 
     public var description: String {
         switch self {
@@ -79,6 +83,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
             return "waiting for '\(operation)' here would never end: \(reason)"
         case let .finishedWithoutOutput(operation):
             return "'\(operation)' finished without producing its output"
+        case .queueShutDown:
+            return "the operation's queue was shut down: it takes no new operation, cancels those that wait, and cancels those still running once its grace period is over"
         }
     }
 
@@ -130,6 +136,9 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
         case let .finishedWithoutOutput(a):
             guard case let .finishedWithoutOutput(b) = rhs else { return false }
             return a == b
+        case .queueShutDown:
+            guard case .queueShutDown = rhs else { return false }
+            return true
         }
     }
 

@@ -302,11 +302,21 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// `AsyncBlockOperation` waiting for its continuation finishes at once). Observers hear
     /// `operationDidCancel` once. After the operation finished, nothing changes.
     public final func cancel(with error: (any Error)?) {
+        cancel(with: error, onlyBeforeExecution: false)
+    }
+
+    /// Cancels the operation unless it executes already (decided in one step with the
+    /// cancellation): what a queue that shuts down does to the operations still waiting.
+    final func cancelIfWaiting(with error: (any Error)?) {
+        cancel(with: error, onlyBeforeExecution: true)
+    }
+
+    private func cancel(with error: (any Error)?, onlyBeforeExecution: Bool) {
         withExtendedLifetime(self) {
             #if canImport(Darwin)
             willChangeValue(forKey: ObservedKey.isCancelled)
             #endif
-            let action = lifecycle.withLock { $0.cancel(error: error) }
+            let action = lifecycle.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) }
             #if canImport(Darwin)
             didChangeValue(forKey: ObservedKey.isCancelled)
             #endif

@@ -852,8 +852,10 @@ struct OperationLifecycle {
         case cancel(observers: [any OperationObserver], followUp: CancelFollowUp)
     }
 
-    mutating func cancel(error: (any Error)?) -> CancelAction {
-        guard !hasBegunFinishing else { return .none }
+    /// `onlyBeforeExecution`: an operation that executes already is left alone (a queue
+    /// shutting down cancels only what still waits, in one step with reading its phase).
+    mutating func cancel(error: (any Error)?, onlyBeforeExecution: Bool = false) -> CancelAction {
+        guard !hasBegunFinishing, !onlyBeforeExecution || isBeforeExecution else { return .none }
         if let error { errors.append(error) }
         guard !isCancelled else { return .none }
         isCancelled = true

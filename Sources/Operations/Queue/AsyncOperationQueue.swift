@@ -39,6 +39,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     struct State {
         var scheduler = QueueScheduler()
         var settings = Settings()
+        /// Set once `shutDown` began: adds are refused from then on (see `AsyncOperationQueue+Shutdown.swift`).
+        var shutdown: QueueShutdown?
     }
 
     let state = Locked<State>.make(State())
@@ -134,7 +136,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             super.addOperation(operation)
             return
         }
-        let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0)
+        guard let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0) else {
+            return refuseAfterShutDown([operation])
+        }
         var batch = Batch()
         accept(operation, into: &batch, context)
         give(batch)
@@ -147,7 +151,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             super.addOperations(operations, waitUntilFinished: wait)
             return
         }
-        let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) })
+        guard let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) }) else {
+            refuseAfterShutDown(operations)
+            if wait { Self.waitUntilFinished(operations) }
+            return
+        }
         var batch = Batch()
         batch.operations.reserveCapacity(operations.count)
         for operation in operations {
@@ -200,8 +208,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let generation: UInt64
     }
 
-    private func beginAdding(asyncCount: Int) -> AddContext {
+    /// `nil` once the queue is shut down: the add is refused.
+    private func beginAdding(asyncCount: Int) -> AddContext? {
         state.withLock { state in
+            guard state.shutdown == nil else { return nil }
             switch state.scheduler.beginAdmission(counting: asyncCount) {
             case let .admit(generation, barrier):
                 return AddContext(
