@@ -582,3 +582,23 @@ final class CountingOperation: AsyncOperation, @unchecked Sendable {
     // :docs
     #expect(queue.isShutDown && queue.allOperationCount == 0)
 }
+
+private struct CountingLogger: OperationLogger {
+    let count = Counter()
+    var minimumLevel: OperationLogLevel = .trace
+
+    func log(_ event: OperationLogEvent) {
+        count.increment()
+    }
+}
+
+@Test func docComment_multiplexLogger() {
+    let queue = AsyncOperationQueue()
+    let auditLog = CountingLogger(minimumLevel: .info)
+    let metricsLog = CountingLogger()
+    // docs:
+    queue.logger = MultiplexOperationLogger([auditLog, metricsLog])   // each hears every event it wants
+    // :docs
+    queue.addOperations([AsyncBlockOperation {}], waitUntilFinished: true)
+    #expect(waitUntil { auditLog.count.current == 2 && metricsLog.count.current == 3 })
+}

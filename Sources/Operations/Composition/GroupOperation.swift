@@ -44,7 +44,8 @@ import Foundation
 /// ```
 // @unchecked Sendable: `children` lives in a `Locked` value; the queue is thread-safe.
 open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendable {
-    private let queue: AsyncOperationQueue
+    /// The queue that runs the children.
+    let queue: AsyncOperationQueue
     let children = Locked.make(GroupStateMachine())
 
     /// The group's progress, in children: admitted (`totalUnitCount`) and finished

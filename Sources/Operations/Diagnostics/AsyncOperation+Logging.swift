@@ -1,24 +1,69 @@
 import Foundation
 
 extension AsyncOperation {
-    /// Attaches `queue`'s logger as the operation is added to it.
+    /// Attaches `queue`'s logger as the operation is added to it (only one not yet on a queue
+    /// takes it). A group shares it with its children.
     func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
-        let observer = LoggingObserver(logger: logger, queue: queue)
-        lifecycle.withLock { $0.attachLogger(logger, observer: observer) }
+        let binding = makeLogBinding(logger, on: queue)
+        lifecycle.withLock { $0.attachLogger(binding, observer: binding) }
+        (self as? GroupOperation)?.shareLogging()
+    }
+
+    /// Attaches the logger its group's queue gained after it was added there (the group joined
+    /// a logging queue), and logs its `.added` then.
+    func adopt(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
+        let binding = makeLogBinding(logger, on: queue)
+        guard lifecycle.withLock({ $0.adoptLogger(binding, observer: binding) }) == .added else { return }
+        binding.log(.added, of: self)
+        (self as? GroupOperation)?.shareLogging()
+    }
+
+    private func makeLogBinding(_ logger: any OperationLogger, on queue: AsyncOperationQueue) -> LoggingObserver {
+        LoggingObserver(
+            logger: logger,
+            queue: queue,
+            operationID: .next(),
+            groupID: queue.group?.logBinding?.operationID,
+            dependencyIDs: dependencies.compactMap { ($0 as? AsyncOperation)?.logBinding?.operationID }
+        )
+    }
+
+    /// What the operation logs through, if its queue has a logger.
+    var logBinding: LoggingObserver? {
+        lifecycle.withLock { $0.logger } as? LoggingObserver
     }
 
     /// Logs `kind` if the operation's queue has a logger.
     func logIfLogging(_ kind: OperationLogEvent.Kind) {
-        guard let (logger, queue) = lifecycle.withLock({ state in state.logger.map { ($0, state.queue) } }) else { return }
-        logger.log(kind, of: self, on: queue)
+        logBinding?.log(kind, of: self)
     }
 
     /// Logs what the operation waits for now, if its queue has a logger (and it waits at all).
     func logWaiting() {
-        guard let (logger, queue) = lifecycle.withLock({ state in state.logger.map { ($0, state.queue) } }),
-              logger.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
+        guard let binding = logBinding, binding.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
         let reasons = snapshot().waitsFor
         guard !reasons.isEmpty else { return }
-        logger.log(.waiting(reasons), of: self, on: queue)
+        binding.log(.waiting(reasons), of: self)
+    }
+}
+
+extension GroupOperation {
+    /// The group joined a logging queue: its children's queue logs to the same logger, and the
+    /// children it already has adopt it (they cannot have started: the group has not executed).
+    func shareLogging() {
+        guard let binding = logBinding else { return }
+        let adopted = queue.state.withLock { state -> Bool in
+            guard state.settings.logger == nil else { return false }
+            state.settings.logger = binding.logger
+            return true
+        }
+        guard adopted else { return }
+        for child in queue.allOperations {
+            if let child = child as? AsyncOperation {
+                child.adopt(binding.logger, from: queue)
+            } else {
+                binding.logger.log(.added, of: child, on: queue)
+            }
+        }
     }
 }

@@ -35,6 +35,12 @@ public enum OperationLogLevel: Int, Sendable, Hashable, Comparable, CaseIterable
 }
 
 /// One event in an operation's life, as an `OperationLogger` hears it.
+///
+/// Besides what happened (`kind`) and a readable `description`, an event says who it is about,
+/// so that tools can follow one operation and relate it to others: `operationID` (the same in
+/// every event of the operation), `groupID` (the group whose child it is), `dependencyIDs` (the
+/// operations it waited for, as a chain's links do), and, when it was cancelled or finished,
+/// its `errors` themselves.
 public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     /// What happened.
     public enum Kind: Sendable, Hashable {
@@ -63,12 +69,57 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     public let queueName: String?
     /// What happened.
     public let kind: Kind
+    /// Who the operation is: the same in every event of its life (see `OperationID`).
+    public let operationID: OperationID
+    /// The `GroupOperation` (or composite) whose child the operation is, if that group's events
+    /// are heard too: a child's span is a child of its group's.
+    public let groupID: OperationID?
+    /// The dependencies the operation had when it was added whose events are heard too, such as
+    /// the link before it in a chain: its work follows theirs.
+    public let dependencyIDs: [OperationID]
+    /// The errors themselves: for `.finished`, the operation's final errors; for `.cancelled`,
+    /// those it had when it was cancelled (the reason it was given, if any); empty otherwise.
+    public let errors: [any Error]
+    /// `true` for a plain Foundation operation (not an `AsyncOperation`), of which a logger
+    /// hears only `.added`: Foundation does not tell when it starts or finishes.
+    public let isFoundationOperation: Bool
 
     /// Creates an event; the framework makes these, loggers and tests read them.
-    public init(operationName: String, queueName: String?, kind: Kind) {
+    public init(
+        operationName: String,
+        queueName: String?,
+        kind: Kind,
+        operationID: OperationID = OperationID(rawValue: 0),
+        groupID: OperationID? = nil,
+        dependencyIDs: [OperationID] = [],
+        errors: [any Error] = [],
+        isFoundationOperation: Bool = false
+    ) {
         self.operationName = operationName
         self.queueName = queueName
         self.kind = kind
+        self.operationID = operationID
+        self.groupID = groupID
+        self.dependencyIDs = dependencyIDs
+        self.errors = errors
+        self.isFoundationOperation = isFoundationOperation
+    }
+
+    /// Whether two events say the same: every property but `errors`, which `kind` describes.
+    public static func == (lhs: OperationLogEvent, rhs: OperationLogEvent) -> Bool {
+        lhs.operationID == rhs.operationID && lhs.kind == rhs.kind && lhs.operationName == rhs.operationName
+            && lhs.queueName == rhs.queueName && lhs.groupID == rhs.groupID
+            && lhs.dependencyIDs == rhs.dependencyIDs && lhs.isFoundationOperation == rhs.isFoundationOperation
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(operationID)
+        hasher.combine(kind)
+        hasher.combine(operationName)
+        hasher.combine(queueName)
+        hasher.combine(groupID)
+        hasher.combine(dependencyIDs)
+        hasher.combine(isFoundationOperation)
     }
 
     /// `.debug` for the way to execution, `.info` for starting and finishing, `.notice` for a
@@ -139,33 +190,17 @@ extension OperationLogger {
 }
 
 extension OperationLogger {
-    /// Logs `kind` for `operation` if the level is wanted.
+    /// Logs `kind` for a plain Foundation `operation` (of which only `.added` is heard) if the
+    /// level is wanted. An `AsyncOperation`'s events go through its `LoggingObserver`.
     func log(_ kind: OperationLogEvent.Kind, of operation: Operation, on queue: OperationQueue?) {
         guard OperationLogEvent.level(of: kind) >= minimumLevel else { return }
-        log(OperationLogEvent(operationName: operation.displayName, queueName: queue?.name, kind: kind))
-    }
-}
-
-/// The observer a queue with a logger adds to each `AsyncOperation`: it turns the observer
-/// events (started, cancelled, produced, finished) into log events, with the observers'
-/// guarantees of order and of exactly once.
-struct LoggingObserver: OperationObserver {
-    let logger: any OperationLogger
-    weak var queue: AsyncOperationQueue?
-
-    func operationDidStart(_ operation: AsyncOperation) {
-        logger.log(.started, of: operation, on: queue)
-    }
-
-    func operationDidCancel(_ operation: AsyncOperation) {
-        logger.log(.cancelled, of: operation, on: queue)
-    }
-
-    func operation(_ operation: AsyncOperation, didProduce newOperation: Operation) {
-        logger.log(.produced(newOperation.displayName), of: operation, on: queue)
-    }
-
-    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
-        logger.log(.finished(errors: errors.map { "\($0)" }), of: operation, on: queue)
+        log(OperationLogEvent(
+            operationName: operation.displayName,
+            queueName: queue?.name,
+            kind: kind,
+            operationID: .next(),
+            groupID: (queue as? AsyncOperationQueue)?.group?.logBinding?.operationID,
+            isFoundationOperation: true
+        ))
     }
 }

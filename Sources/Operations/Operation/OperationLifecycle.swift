@@ -531,6 +531,17 @@ struct OperationLifecycle {
         observers.append(observer)
     }
 
+    /// Attaches the logger that the queue it waits on gained after it was added (its group
+    /// joined a logging queue): `.added`, or `.alreadyThere` if it has one, or `.tooLate` once it
+    /// has begun executing.
+    mutating func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> Configuration {
+        guard self.logger == nil else { return .alreadyThere }
+        guard phase != .initialized, isBeforeExecution else { return .tooLate }
+        self.logger = logger
+        observers.append(observer)
+        return .added
+    }
+
     /// Adds an observer, until the operation is finishing.
     mutating func addObserver(_ observer: any OperationObserver) -> Configuration {
         guard !hasBegunFinishing else { return .tooLate }

@@ -295,11 +295,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             OperationDiagnostics.report(kind, operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
-            context.logger?.log(.added, of: operation, on: self)
+            if context.logger != nil { operation.logIfLogging(.added) }
             context.group?.childWasAdmitted(operation)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
-            context.logger?.log(.added, of: operation, on: self)
+            if context.logger != nil { operation.logIfLogging(.added) }
             context.group?.childWasAdmitted(operation)
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)

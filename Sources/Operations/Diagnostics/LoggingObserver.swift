@@ -1,0 +1,53 @@
+import Foundation
+
+/// What an operation on a logging queue carries: the queue's logger, and who the operation is.
+///
+/// The lifecycle keeps it as the operation's `logger` (for the events on the way to execution)
+/// and among its observers (for the observer events: started, cancelled, produced, finished,
+/// with the observers' guarantees of order and of exactly once). Every event it makes carries
+/// the operation's identity.
+struct LoggingObserver: OperationObserver, OperationLogger {
+    /// The queue's logger.
+    let logger: any OperationLogger
+    weak var queue: AsyncOperationQueue?
+    let operationID: OperationID
+    let groupID: OperationID?
+    let dependencyIDs: [OperationID]
+
+    var minimumLevel: OperationLogLevel { logger.minimumLevel }
+
+    func log(_ event: OperationLogEvent) {
+        logger.log(event)
+    }
+
+    /// Logs `kind` for `operation` if the level is wanted; `errors` is read only then.
+    func log(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error] = []) {
+        guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return }
+        logger.log(OperationLogEvent(
+            operationName: operation.displayName,
+            queueName: queue?.name,
+            kind: kind,
+            operationID: operationID,
+            groupID: groupID,
+            dependencyIDs: dependencyIDs,
+            errors: errors()
+        ))
+    }
+
+    func operationDidStart(_ operation: AsyncOperation) {
+        log(.started, of: operation)
+    }
+
+    func operationDidCancel(_ operation: AsyncOperation) {
+        log(.cancelled, of: operation, errors: operation.errors)
+    }
+
+    func operation(_ operation: AsyncOperation, didProduce newOperation: Operation) {
+        log(.produced(newOperation.displayName), of: operation)
+    }
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
+        guard logger.minimumLevel <= (errors.isEmpty ? .info : .warning) else { return }
+        log(.finished(errors: errors.map { "\($0)" }), of: operation, errors: errors)
+    }
+}
