@@ -4,6 +4,7 @@ extension AsyncOperation {
     /// Attaches `queue`'s logger as the operation is added to it (only one not yet on a queue
     /// takes it). A group shares it with its children.
     func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
+        guard logger.minimumLevel < .error else { return } // it would hear nothing
         let binding = makeLogBinding(logger, on: queue)
         lifecycle.withLock { $0.attachLogger(binding, observer: binding) }
         (self as? GroupOperation)?.shareLogging()
@@ -30,7 +31,8 @@ extension AsyncOperation {
 
     /// What the operation logs through, if its queue has a logger.
     var logBinding: LoggingObserver? {
-        lifecycle.withLock { $0.logger } as? LoggingObserver
+        guard let logger = lifecycle.withLock({ $0.logger }) else { return nil } // no dynamic cast without a logger
+        return logger as? LoggingObserver
     }
 
     /// Logs `kind` if the operation's queue has a logger.
@@ -51,7 +53,7 @@ extension GroupOperation {
     /// The group joined a logging queue: its children's queue logs to the same logger, and the
     /// children it already has adopt it (they cannot have started: the group has not executed).
     func shareLogging() {
-        guard let binding = logBinding else { return }
+        guard let binding = logBinding, binding.minimumLevel < .error else { return }
         let adopted = queue.state.withLock { state -> Bool in
             guard state.settings.logger == nil else { return false }
             state.settings.logger = binding.logger

@@ -61,6 +61,22 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
         case produced(String)
         /// Finished, with its errors (described).
         case finished(errors: [String])
+
+        /// A stable name for the kind, for log metadata, metric labels and span events:
+        /// `added`, `waiting`, `conditions_answered`, `categories_granted`, `started`,
+        /// `cancelled`, `produced` or `finished`.
+        public var name: String {
+            switch self {
+            case .added: "added"
+            case .waiting: "waiting"
+            case .conditionsAnswered: "conditions_answered"
+            case .categoriesGranted: "categories_granted"
+            case .started: "started"
+            case .cancelled: "cancelled"
+            case .produced: "produced"
+            case .finished: "finished"
+            }
+        }
     }
 
     /// The operation's `name`, or its type's name.
@@ -168,7 +184,8 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
 /// where it happened.
 ///
 /// Send the events to your own logging with a few lines; a queue without a logger (the
-/// default) makes no events at all.
+/// default) makes no events at all, and neither does a logger whose `minimumLevel` is `.error`
+/// (the framework's own events are never that serious): its queue does not even attach it.
 ///
 /// ```swift
 /// struct ServiceLogger: OperationLogger {
