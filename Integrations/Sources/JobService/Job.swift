@@ -1,0 +1,81 @@
+import Foundation
+import Operations
+
+/// What a client asks for with `POST /jobs`.
+struct JobRequest: Decodable {
+    /// Jobs of one account never run at the same time.
+    let account: String
+    /// How long each attempt works, in milliseconds.
+    let durationMs: Int
+    /// How many of the first attempts fail.
+    let failTimes: Int
+
+    enum CodingKeys: String, CodingKey {
+        case account, durationMs, failTimes
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        account = try container.decode(String.self, forKey: .account)
+        durationMs = try container.decodeIfPresent(Int.self, forKey: .durationMs) ?? 0
+        failTimes = try container.decodeIfPresent(Int.self, forKey: .failTimes) ?? 0
+    }
+
+    /// Why the request cannot be a job, if it cannot.
+    var problem: String? {
+        if account.trimmingCharacters(in: .whitespaces).isEmpty { return "'account' must not be empty" }
+        if account.count > 200 { return "'account' must be at most 200 characters" }
+        if !(0...600_000).contains(durationMs) { return "'durationMs' must be from 0 to 600000" }
+        if !(0...1_000).contains(failTimes) { return "'failTimes' must be from 0 to 1000" }
+        return nil
+    }
+}
+
+/// Where a job is in its life, as `GET /jobs/{id}` says it.
+enum JobState: String, Encodable {
+    case waiting, running, succeeded, failed, cancelled
+}
+
+/// One job as the service remembers it.
+struct Job {
+    let id: String
+    let account: String
+    var state = JobState.waiting
+    /// Attempts that started.
+    var attempts = 0
+    var startedAt: Date?
+    var finishedAt: Date?
+    /// The job's operation while it has not finished: asked what it waits for.
+    var operation: AsyncOperation?
+
+    /// The body of `GET /jobs/{id}`; `waitsFor` is what the job waits for now (the queue
+    /// snapshot's explanation), empty unless it waits.
+    func response(waitsFor: [String]) -> JobResponse {
+        JobResponse(
+            id: id,
+            account: account,
+            state: state,
+            attempts: attempts,
+            startedAt: startedAt?.timeIntervalSince1970,
+            finishedAt: finishedAt?.timeIntervalSince1970,
+            waitsFor: waitsFor
+        )
+    }
+}
+
+/// The JSON of a job; the times are seconds since 1970, absent until known.
+struct JobResponse: Encodable {
+    let id: String
+    let account: String
+    let state: JobState
+    let attempts: Int
+    let startedAt: Double?
+    let finishedAt: Double?
+    let waitsFor: [String]
+}
+
+/// The error of an attempt told to fail.
+struct AttemptFailed: Error, CustomStringConvertible {
+    let attempt: Int
+    var description: String { "attempt \(attempt) failed as asked" }
+}

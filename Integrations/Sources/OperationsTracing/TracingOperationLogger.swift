@@ -1,0 +1,206 @@
+import Dispatch
+import Operations
+import Tracing
+
+/// Makes each operation on a queue a span of swift-distributed-tracing, from its start to its
+/// finish, in the trace of the code that added it.
+///
+/// ```swift
+/// queue.logger = TracingOperationLogger(tracer: InstrumentationSystem.tracer)
+///
+/// try await withSpan("POST /jobs") { _ in
+///     queue.addOperation(job)      // job's span will be a child of "POST /jobs"
+/// }
+/// ```
+///
+/// - **Parent.** The span current where the operation was added (`ServiceContext.current`, read
+///   on the adding thread, in `async` and synchronous code alike) is its parent, although it runs
+///   later on another thread. A group's children are children of the group's span (a retry's
+///   attempts, a cascade's steps).
+/// - **Links.** An operation added with dependencies (a chain's links, say) links to their
+///   spans, so a trace shows that its work follows theirs.
+/// - **Waiting.** What it waited for before it started is recorded as span events with the
+///   time they happened: `waiting` (attribute `operation.waits_for`), `conditions_answered`,
+///   `categories_granted` (`operation.categories`).
+/// - **Outcome.** A failed operation records each of its errors and sets the span's status to
+///   error; a cancelled one adds a `cancelled` event whose `operation.cancel_reason` says why. An
+///   operation that never started (cancelled while it waited) still gets a span, from its add
+///   to its finish, with `operation.started` false.
+///
+/// Spans are named after the operation and carry `operation.id` and `queue.name`. The tracer is
+/// the one given (by default the one bootstrapped in `InstrumentationSystem`); nothing else is
+/// read from or written to global state.
+public final class TracingOperationLogger: OperationLogger, Sendable {
+    /// Where the spans are made.
+    public let tracer: any Tracer
+    /// `.debug`: the waiting events are needed.
+    public var minimumLevel: OperationLogLevel { .debug }
+
+    private let state = LockedValue(TracingState())
+
+    /// Makes spans with `tracer`.
+    public init(tracer: any Tracer = InstrumentationSystem.tracer) {
+        self.tracer = tracer
+    }
+
+    /// Records `event` on its operation's span.
+    public func log(_ event: OperationLogEvent) {
+        guard !event.isFoundationOperation else { return }
+        let now = DefaultTracerClock.now
+        switch event.kind {
+        case .added:
+            let parent = ServiceContext.current // the adding thread's (or task's) span
+            state.withLock { $0.added(event, parent: parent, at: now) }
+        case let .waiting(reasons):
+            note(event, SpanEvent(name: "waiting", at: now, attributes: [
+                "operation.waits_for": .stringArray(reasons.map(\.description)),
+            ]))
+        case let .conditionsAnswered(failures):
+            note(event, SpanEvent(name: "conditions_answered", at: now, attributes: ["operation.condition_failures": .int64(Int64(failures))]))
+        case let .categoriesGranted(categories):
+            note(event, SpanEvent(name: "categories_granted", at: now, attributes: ["operation.categories": .stringArray(categories)]))
+        case let .produced(name):
+            note(event, SpanEvent(name: "produced", at: now, attributes: ["operation.produced": .string(name)]))
+        case .cancelled:
+            let reason = event.errors.isEmpty ? "cancelled" : event.errors.map { "\($0)" }.joined(separator: "; ")
+            note(event, SpanEvent(name: "cancelled", at: now, attributes: ["operation.cancel_reason": .string(reason)]))
+        case .started:
+            start(event, at: now)
+        case .finished:
+            finish(event, at: now)
+        }
+    }
+
+    /// Adds `spanEvent` to the operation's span, or keeps it for the span to come.
+    private func note(_ event: OperationLogEvent, _ spanEvent: SpanEvent) {
+        if let span = state.withLock({ $0.note(spanEvent, for: event.operationID) }) {
+            span.addEvent(spanEvent)
+        }
+    }
+
+    private func start(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) {
+        guard let pending = state.withLock({ $0.takePending(event.operationID) }) else { return }
+        let span = makeSpan(for: event, pending, at: now, started: true)
+        let followers = state.withLock { $0.started(event.operationID, span: span) }
+        _ = followers // released outside the lock
+    }
+
+    private func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) {
+        let id = event.operationID
+        let (running, neverStarted) = state.withLock { ($0.finished(id), $0.takePending(id)) }
+        var span = running
+        if span == nil, let neverStarted {
+            // Never started: a span from its add to its finish, so that its fate is visible.
+            let made = makeSpan(for: event, neverStarted, at: neverStarted.addedAt, started: false)
+            let followers = state.withLock { $0.linkFollowers(of: id, to: made) }
+            _ = followers // released outside the lock
+            span = made
+        }
+        guard let span else { return }
+        for error in event.errors {
+            span.recordError(error, attributes: [:], at: now)
+        }
+        if !event.errors.isEmpty {
+            span.setStatus(SpanStatus(code: .error, message: event.errors.map { "\($0)" }.joined(separator: "; ")))
+        }
+        span.end(at: now)
+    }
+
+    private func makeSpan(for event: OperationLogEvent, _ pending: TracingState.Pending, at instant: DefaultTracerClock.Instant, started: Bool) -> any Span {
+        let span = tracer.startSpan(event.operationName, context: pending.parent ?? .topLevel, ofKind: .internal, at: instant)
+        span.attributes["operation.id"] = Int64(clamping: event.operationID.rawValue)
+        if let queueName = event.queueName {
+            span.attributes["queue.name"] = queueName
+        }
+        if !started {
+            span.attributes["operation.started"] = false
+        }
+        for link in pending.links {
+            span.addLink(SpanLink(context: link, attributes: [:]))
+        }
+        for spanEvent in pending.events {
+            span.addEvent(spanEvent)
+        }
+        return span
+    }
+}
+
+/// The spans on their way, under the logger's lock: what each operation's span will need, and
+/// the spans of the operations running.
+struct TracingState: Sendable {
+    /// An operation added and not started yet.
+    struct Pending: Sendable {
+        var addedAt: DefaultTracerClock.Instant
+        /// Its parent: its group's span, or the span current where it was added.
+        var parent: ServiceContext?
+        var groupID: OperationID?
+        /// Its dependencies' span contexts, and the dependencies not started yet.
+        var links: [ServiceContext] = []
+        var events: [SpanEvent] = []
+    }
+
+    /// An operation that started: its span, and the operations waiting for its context (they
+    /// were added with it as a dependency before it started).
+    struct Running: Sendable {
+        var span: any Span
+    }
+
+    private var pending: [OperationID: Pending] = [:]
+    private var running: [OperationID: Running] = [:]
+    /// For an operation not started yet, the operations that depend on it.
+    private var followers: [OperationID: [OperationID]] = [:]
+
+    mutating func added(_ event: OperationLogEvent, parent: ServiceContext?, at now: DefaultTracerClock.Instant) {
+        let id = event.operationID
+        guard pending[id] == nil, running[id] == nil else { return }
+        var operation = Pending(addedAt: now, parent: parent, groupID: event.groupID)
+        for dependency in event.dependencyIDs {
+            if let span = running[dependency]?.span {
+                operation.links.append(span.context)
+            } else if pending[dependency] != nil {
+                followers[dependency, default: []].append(id)
+            }
+        }
+        pending[id] = operation
+    }
+
+    /// Keeps `event` for the operation's span; returns the span if it exists already.
+    mutating func note(_ event: SpanEvent, for id: OperationID) -> (any Span)? {
+        if let span = running[id]?.span { return span }
+        pending[id]?.events.append(event)
+        return nil
+    }
+
+    /// What the span of an operation about to start needs (its parent resolved: its group's
+    /// span if it has one).
+    mutating func takePending(_ id: OperationID) -> Pending? {
+        guard var operation = pending.removeValue(forKey: id) else { return nil }
+        if let groupID = operation.groupID, let group = running[groupID]?.span {
+            operation.parent = group.context
+        }
+        return operation
+    }
+
+    /// The operation's span started: operations that depend on it link to it.
+    mutating func started(_ id: OperationID, span: any Span) -> [OperationID] {
+        running[id] = Running(span: span)
+        return linkFollowers(of: id, to: span)
+    }
+
+    /// Operations added with `id` as a dependency link to `span`.
+    mutating func linkFollowers(of id: OperationID, to span: any Span) -> [OperationID] {
+        let waiting = followers.removeValue(forKey: id) ?? []
+        for follower in waiting {
+            pending[follower]?.links.append(span.context)
+        }
+        return waiting
+    }
+
+    /// The operation finished: its span, if it started (one that never started is still
+    /// pending, for `takePending`).
+    mutating func finished(_ id: OperationID) -> (any Span)? {
+        guard let span = running.removeValue(forKey: id)?.span else { return nil }
+        followers[id] = nil
+        return span
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import IntegrationsTestSupport
+import Testing
+
+/// Starts `job-service` as a child process, posts a few hundred jobs over 20 accounts, scrapes
+/// its metrics, sends SIGTERM in the middle, and checks what the service promises: no two jobs
+/// of one account ran at once; every job accepted before the signal ended as succeeded, failed
+/// after its retries, or cancelled by the shutdown; every job posted after it got 503; the
+/// process exited 0 within its grace period.
+@Suite(.serialized) struct JobServiceTests {
+    private static let graceSeconds = 6.0
+
+    @Test func aDrainOnSIGTERM_keepsEveryPromise() async throws {
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", String(Self.graceSeconds), "--job-timeout-seconds", "2"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
+
+        // Before the signal: 150 jobs over 20 accounts, some failing once, some every time.
+        var accepted: [String: (account: String, failTimes: Int)] = [:]
+        for index in 0..<150 {
+            let account = "account-\(index % 20)"
+            let failTimes = index % 7 == 0 ? 3 : index % 5 == 0 ? 1 : 0
+            let (status, body) = try await client.post("/jobs", ["account": account, "durationMs": 5 + index % 4 * 10, "failTimes": failTimes])
+            #expect(status == 202, "POST /jobs answered \(status): \(body)")
+            if let id = body["id"] as? String { accepted[id] = (account, failTimes) }
+        }
+        #expect(accepted.count == 150)
+
+        let (status, malformed) = try await client.post("/jobs", ["account": 42])
+        #expect(status == 400 && (malformed["error"] as? String)?.isEmpty == false)
+        #expect(try await client.get("/jobs/no-such-job").status == 404)
+
+        let metrics = try await client.text("/metrics")
+        for name in ["operations_added_total", "operations_started_total", "operations_finished_total", "operations_waiting", "operations_running", "operations_wait_duration_seconds_count"] {
+            #expect(metrics.contains("\(name){queue=\"jobs\""), "/metrics lacks \(name):\n\(metrics)")
+        }
+
+        // The signal, in the middle of the work; then the other 150 posts.
+        let signalled = Date()
+        service.terminate()
+        var firstRefused = false
+        var acceptedAfterRefusal = 0
+        for index in 150..<300 {
+            let (status, _) = try await client.post("/jobs", ["account": "account-\(index % 20)", "durationMs": 5])
+            if status == 503 {
+                firstRefused = true
+            } else if firstRefused {
+                acceptedAfterRefusal += 1
+            } else if status == 202 {
+                Issue.record("a job posted \(Date().timeIntervalSince(signalled)) s after SIGTERM was accepted")
+            }
+        }
+        #expect(firstRefused && acceptedAfterRefusal == 0)
+
+        // While the queue drains, GET keeps answering: follow every accepted job to its end.
+        var final: [String: [String: Any]] = [:]
+        let deadline = Date().addingTimeInterval(Self.graceSeconds + 5)
+        while final.count < accepted.count, Date() < deadline, service.isRunning {
+            for id in accepted.keys where final[id] == nil {
+                guard let (status, job) = try? await client.get("/jobs/\(id)") else { break }
+                #expect(status == 200)
+                if let state = job["state"] as? String, ["succeeded", "failed", "cancelled"].contains(state) {
+                    final[id] = job
+                }
+            }
+        }
+        #expect(final.count == accepted.count, "only \(final.count) of \(accepted.count) accepted jobs were seen to end")
+
+        let exit = service.waitForExit(timeout: Self.graceSeconds + 10)
+        #expect(exit.status == 0, "job-service exited with \(String(describing: exit.status)); its log:\n\(service.log)")
+        #expect(exit.after(signalled) < Self.graceSeconds, "job-service took \(exit.after(signalled)) s to exit after SIGTERM")
+
+        // Every job ended as it should have.
+        for (id, job) in final {
+            let state = job["state"] as? String
+            let attempts = job["attempts"] as? Int ?? -1
+            switch state {
+            case "succeeded":
+                #expect(attempts == accepted[id]!.failTimes + 1, "\(id): succeeded after \(attempts) attempts")
+            case "failed":
+                #expect(attempts == 3 && accepted[id]!.failTimes >= 3, "\(id): failed after \(attempts) attempts")
+            default:
+                #expect(state == "cancelled")
+            }
+        }
+        #expect(final.values.contains { $0["state"] as? String == "cancelled" }, "the signal came in the middle: some jobs were still waiting")
+        #expect(final.values.contains { $0["state"] as? String == "succeeded" })
+
+        // No two jobs of one account ran at once.
+        let byAccount = Dictionary(grouping: final.values) { $0["account"] as? String ?? "" }
+        for (account, jobs) in byAccount {
+            let runs = jobs.compactMap { job -> (Double, Double)? in
+                guard let start = job["startedAt"] as? Double, let end = job["finishedAt"] as? Double else { return nil }
+                return (start, end)
+            }.sorted { $0.0 < $1.0 }
+            for (before, after) in zip(runs, runs.dropFirst()) {
+                #expect(after.0 >= before.1, "two jobs of \(account) overlapped: \(before) and \(after)")
+            }
+        }
+    }
+}
+
+/// `job-service`, run from the build folder as a child process that is never left behind.
+private final class JobServiceProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` and the files are set up in init; their own methods are thread-safe.
+    private let process = Process()
+    private let output = Pipe()
+    private let logFile: URL
+
+    init(arguments: [String]) throws {
+        let binary = try Self.binary()
+        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("job-service-\(UUID()).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        process.executableURL = binary
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = try FileHandle(forWritingTo: logFile)
+        try process.run()
+    }
+
+    /// The executable built beside the tests (`swift build --build-tests` builds it), or the one
+    /// `JOB_SERVICE_BINARY` names.
+    private static func binary() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["JOB_SERVICE_BINARY"] {
+            return URL(fileURLWithPath: path)
+        }
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("job-service")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        throw TestFailure("job-service is not built next to the tests (\(CommandLine.arguments[0])): run `swift build --build-tests` first")
+    }
+
+    /// The port it prints once it listens.
+    func waitForPort(timeout: TimeInterval = 60) throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        var text = ""
+        while Date() < deadline, process.isRunning {
+            let data = output.fileHandleForReading.availableData
+            text += String(decoding: data, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.contains("listening on") }),
+               let port = line.split(separator: ":").last.flatMap({ Int($0) }) {
+                return port
+            }
+            if data.isEmpty { usleep(10_000) }
+        }
+        throw TestFailure("job-service did not start listening: \(text)\n\(log)")
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    var log: String {
+        (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+    }
+
+    func terminate() {
+        Foundation.kill(process.processIdentifier, SIGTERM)
+    }
+
+    /// Waits for the process to exit: its status (nil if it did not) and when.
+    func waitForExit(timeout: TimeInterval) -> Exit {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline {
+            usleep(5_000)
+        }
+        let at = Date()
+        return Exit(status: process.isRunning ? nil : process.terminationStatus, at: at)
+    }
+
+    /// Kills it if it still runs, and removes its log.
+    func kill() {
+        if process.isRunning {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: logFile)
+    }
+}
+
+/// How a child process ended: its exit status (nil if it had not ended) and when it was seen.
+private struct Exit {
+    let status: Int32?
+    let at: Date
+
+    /// Seconds from `start` to the exit.
+    func after(_ start: Date) -> TimeInterval {
+        at.timeIntervalSince(start)
+    }
+}
+
+/// A minimal JSON-over-HTTP client for the service on loopback; every request times out.
+private struct HTTPClient: Sendable {
+    let port: Int
+
+    private func request(_ path: String, method: String, body: Data? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.httpBody = body
+        request.timeoutInterval = 10
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    func post(_ path: String, _ object: [String: any Sendable]) async throws -> (status: Int, body: [String: Any]) {
+        let (status, data) = try await request(path, method: "POST", body: try JSONSerialization.data(withJSONObject: object))
+        return (status, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+    }
+
+    func get(_ path: String) async throws -> (status: Int, body: [String: Any]) {
+        let (status, data) = try await request(path, method: "GET")
+        return (status, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+    }
+
+    func text(_ path: String) async throws -> String {
+        String(decoding: try await request(path, method: "GET").1, as: UTF8.self)
+    }
+}

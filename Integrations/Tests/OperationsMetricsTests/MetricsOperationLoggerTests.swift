@@ -1,0 +1,91 @@
+import Conditions
+import CoreMetrics
+import Foundation
+import IntegrationsTestSupport
+import Operations
+import OperationsMetrics
+import Prometheus
+import Testing
+
+@Suite struct MetricsOperationLoggerTests {
+    /// The value of the sample named `name` with `labels` in Prometheus' text, if present.
+    private func sample(_ text: String, _ name: String, _ labels: String) -> Double? {
+        let prefix = "\(name){\(labels)} "
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+    }
+
+    private func scrape(_ registry: PrometheusCollectorRegistry) -> String {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    @Test func countersGaugesAndTimers_perQueue_exportedThroughPrometheus() async {
+        let registry = PrometheusCollectorRegistry()
+        let queue = AsyncOperationQueue()
+        let name = uniqueName("jobs")
+        queue.name = name
+        queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry))
+        let category = uniqueName("account")
+        let held = HeldOperations()
+        let holder = held.make(uniqueName("holder"))
+        holder.addCondition(ExclusiveCategory(category))
+        let waiter = AsyncBlockOperation {}
+        waiter.addCondition(ExclusiveCategory(category))
+        let failing = AsyncBlockOperation { throw TestFailure("no") }
+        queue.addOperations([holder, waiter], waitUntilFinished: false)
+        #expect(await eventually { held.hasStarted(holder.name!) })
+        let labels = "queue=\"\(name)\""
+        #expect(await eventually { sample(scrape(registry), "operations_running", labels) == 1 })
+        #expect(sample(scrape(registry), "operations_waiting", labels) == 1)
+        #expect(sample(scrape(registry), "operations_added_total", labels) == 2)
+
+        try? await Task.sleep(nanoseconds: 20_000_000)
+        held.finish(holder.name!)
+        queue.addOperations([failing], waitUntilFinished: false)
+        let cancelled = AsyncBlockOperation {}
+        cancelled.addDependency(held.make(uniqueName("never added"))) // it waits until cancelled
+        queue.addOperation(cancelled)
+        cancelled.cancel()
+        #expect(await eventually { [holder, waiter, failing, cancelled].allSatisfy(\.isFinished) })
+        #expect(await eventually { sample(scrape(registry), "operations_finished_total", labels) == 4 })
+
+        let text = scrape(registry)
+        #expect(sample(text, "operations_added_total", labels) == 4)
+        #expect(sample(text, "operations_started_total", labels) == 3)
+        #expect(sample(text, "operations_failed_total", labels) == 1)
+        #expect(sample(text, "operations_cancelled_total", labels) == 1)
+        #expect(sample(text, "operations_waiting", labels) == 0)
+        #expect(sample(text, "operations_running", labels) == 0)
+        #expect(sample(text, "operations_wait_duration_seconds_count", labels) == 3)
+        #expect(sample(text, "operations_run_duration_seconds_count", labels) == 3)
+        let categoryWait = sample(text, "operations_wait_reason_duration_seconds_sum", "\(labels),reason=\"category\"")
+        #expect((categoryWait ?? 0) >= 0.02, "the waiter waited at least 20 ms for its category:\n\(text)")
+        #expect(text.split(separator: "\n").filter { $0.contains("queue=\"\(name)\"") }.allSatisfy { $0.hasPrefix("operations_") })
+    }
+
+    @Test func withNothingBootstrapped_itAsksForNoEvent_soTheQueueAttachesNothing() {
+        let logger = MetricsOperationLogger(factory: NOOPMetricsHandler.instance)
+        #expect(logger.minimumLevel == .error)
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let operation = AsyncBlockOperation {}
+        queue.addOperations([operation], waitUntilFinished: true)
+        #expect(operation.errors.isEmpty)
+    }
+
+    @Test func aGroupsChildren_areLeftOut_unlessAskedFor() async {
+        let registry = PrometheusCollectorRegistry()
+        let name = uniqueName("groups")
+        for includes in [false, true] {
+            let queue = AsyncOperationQueue()
+            queue.name = "\(name)-\(includes)"
+            queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry), includesGroupChildren: includes)
+            let group = GroupOperation(operations: [AsyncBlockOperation {}, AsyncBlockOperation {}])
+            queue.addOperations([group], waitUntilFinished: true)
+        }
+        #expect(await eventually { sample(scrape(registry), "operations_finished_total", "queue=\"\(name)-false\"") == 1 })
+        #expect(await eventually { sample(scrape(registry), "operations_finished_total", "queue=\"GroupOperation children\"") == 2 })
+        #expect(sample(scrape(registry), "operations_finished_total", "queue=\"\(name)-true\"") == 1)
+    }
+}

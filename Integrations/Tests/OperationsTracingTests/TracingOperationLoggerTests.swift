@@ -1,0 +1,85 @@
+import Foundation
+import InMemoryTracing
+import IntegrationsTestSupport
+import Operations
+import OperationsTracing
+import Testing
+import Tracing
+
+@Suite struct TracingOperationLoggerTests {
+    private func span(_ tracer: InMemoryTracer, _ name: String) -> FinishedInMemorySpan? {
+        tracer.finishedSpans.first { $0.operationName == name }
+    }
+
+    private func named<Operation: Foundation.Operation>(_ operation: Operation, _ prefix: String) -> Operation {
+        operation.name = uniqueName(prefix)
+        return operation
+    }
+
+    @Test func anOperationsSpan_isAChildOfTheSpanCurrentWhereItWasAdded() {
+        let tracer = InMemoryTracer()
+        let queue = AsyncOperationQueue()
+        queue.name = "jobs"
+        queue.logger = TracingOperationLogger(tracer: tracer)
+        let job = named(AsyncBlockOperation { usleep(1_000) }, "job")
+        tracer.withSpan("POST /jobs") { _ in
+            queue.addOperation(job) // runs later, on another thread
+        }
+        #expect(waitUntil { span(tracer, job.name!) != nil })
+
+        let request = span(tracer, "POST /jobs")
+        let jobSpan = span(tracer, job.name!)
+        #expect(jobSpan?.parentSpanID == request?.spanID)
+        #expect(jobSpan?.traceID == request?.traceID)
+        #expect(jobSpan?.attributes["queue.name"]?.toSpanAttribute() == .string("jobs"))
+        #expect(jobSpan?.status == nil)
+    }
+
+    @Test func aGroupsChildren_areChildrenOfItsSpan_andAChainsLinksFollowOneAnother() {
+        let tracer = InMemoryTracer()
+        let queue = AsyncOperationQueue()
+        queue.logger = TracingOperationLogger(tracer: tracer)
+        let first = named(AsyncBlockOperation {}, "first")
+        let second = named(AsyncBlockOperation {}, "second")
+        let group = named(GroupOperation(operations: [first, second]), "group")
+        let fetch = named(AsyncBlockOperation {}, "fetch")
+        let parse = named(AsyncBlockOperation {}, "parse")
+        queue.addOperations([group], waitUntilFinished: true)
+        queue.addChain([fetch, parse], waitUntilFinished: true)
+        #expect(waitUntil { span(tracer, parse.name!) != nil && span(tracer, group.name!) != nil })
+
+        let groupSpan = span(tracer, group.name!)
+        #expect(span(tracer, first.name!)?.parentSpanID == groupSpan?.spanID)
+        #expect(span(tracer, second.name!)?.parentSpanID == groupSpan?.spanID)
+        let links = span(tracer, parse.name!)?.links ?? []
+        #expect(links.count == 1)
+        #expect(links.first?.context.inMemorySpanContext?.spanID == span(tracer, fetch.name!)?.spanID)
+    }
+
+    @Test func waiting_isRecordedAsEvents_aFailureRecordsItsErrors_andACancellationItsReason() {
+        let tracer = InMemoryTracer()
+        let queue = AsyncOperationQueue()
+        queue.logger = TracingOperationLogger(tracer: tracer)
+        let held = HeldOperations()
+        let first = held.make(uniqueName("first"))
+        let failing = named(AsyncBlockOperation { throw TestFailure("disk full") }, "failing")
+        failing.addDependency(first)
+        let cancelled = named(AsyncBlockOperation {}, "cancelled")
+        cancelled.addDependency(first)
+        queue.addOperations([first, failing, cancelled], waitUntilFinished: false)
+        #expect(waitUntil { held.hasStarted(first.name!) })
+        cancelled.cancel(with: TestFailure("superseded"))
+        held.finish(first.name!)
+        #expect(waitUntil { span(tracer, failing.name!) != nil && span(tracer, cancelled.name!) != nil })
+
+        let failed = span(tracer, failing.name!)
+        #expect(failed?.events.map(\.name).contains("waiting") == true)
+        #expect(failed?.errors.compactMap { $0.error as? TestFailure } == [TestFailure("disk full")])
+        #expect(failed?.status?.code == .error)
+        let cancelledSpan = span(tracer, cancelled.name!)
+        let cancellation = cancelledSpan?.events.first { $0.name == "cancelled" }
+        #expect(cancellation?.attributes["operation.cancel_reason"]?.toSpanAttribute() == .string("TestFailure(superseded)"))
+        #expect(cancelledSpan?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
+    }
+}
+
