@@ -111,6 +111,19 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "OperationsLogging",
+                "OperationsMetrics",
+                "OperationsTracing",
+                "OperationsServiceLifecycle",
+                "IntegrationsTestSupport",
+                .product(name: "Operations", package: "Operations"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .testTarget(
             name: "JobServiceTests",
             dependencies: [
                 "IntegrationsTestSupport",

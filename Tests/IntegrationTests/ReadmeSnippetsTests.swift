@@ -161,13 +161,28 @@ private func allSnippets() throws -> [Snippet] {
             snippets += try docCommentSnippets(source)
         }
     }
+    // The Integrations package: its README and its adapters' `///` comments, compiled by its own
+    // tests (and the example's source).
+    let integrationsReadme = packageRoot.appendingPathComponent("Integrations/README.md")
+    if FileManager.default.fileExists(atPath: integrationsReadme.path) {
+        snippets += try markdownSnippets(integrationsReadme)
+    }
+    for source in files(under: "Integrations/Sources", endingWith: ".swift") {
+        snippets += try docCommentSnippets(source)
+    }
     return snippets
+}
+
+/// The files whose `// docs:` regions compile snippets: this package's tests, and the
+/// Integrations package's tests and sources (its example's code is shown in the docs).
+private func filesWithDocsRegions() -> [URL] {
+    ["Tests", "Integrations/Tests", "Integrations/Sources"].flatMap { files(under: $0, endingWith: ".swift") }
 }
 
 @Suite struct ReadmeSnippetsTests {
     @Test func everySnippet_isCompiledInADocsRegion() throws {
         let snippets = try allSnippets()
-        let regions = try files(under: "Tests", endingWith: ".swift").map { (relativePath($0), try docsRegions($0)) }
+        let regions = try filesWithDocsRegions().map { (relativePath($0), try docsRegions($0)) }
         #expect(snippets.filter { $0.file == "README.md" }.count >= 10, "README.md was not found or has lost its examples")
         #expect(regions.contains { !$0.1.isEmpty }, "no test file has a `// docs:` region")
 

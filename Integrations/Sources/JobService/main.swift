@@ -45,12 +45,13 @@ queue.logger = MultiplexOperationLogger(loggers)
 
 // POST answers 503 from the moment a SIGTERM arrives, before the service group has relayed it
 // to the queue's service (which then shuts the queue down).
-let terminating = SignalFlag(signals: [SIGTERM, SIGINT])
+let terminating = SignalFlag()
 let service = JobService(queue: queue, store: JobStore(), registry: registry, jobTimeout: options.jobTimeoutSeconds, terminating: terminating.isRaised)
 let app = Application(
     router: service.router(),
     configuration: .init(address: .hostname(options.host, port: options.port), serverName: "job-service"),
     onServerRunning: { channel in
+        SignalFlag.hearSignalsImmediately() // the service group's own signal handling is set up by now
         let port = channel.localAddress?.port ?? options.port
         FileHandle.standardOutput.write(Data("job-service listening on \(options.host):\(port)\n".utf8))
     },

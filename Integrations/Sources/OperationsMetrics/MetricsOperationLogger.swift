@@ -58,11 +58,11 @@ public final class MetricsOperationLogger: OperationLogger, Sendable {
     /// Updates the metrics for `event`.
     public func log(_ event: OperationLogEvent) {
         guard !event.isFoundationOperation, includesGroupChildren || event.groupID == nil else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
         let queueName = event.queueName ?? "unnamed"
         let (metrics, update) = state.withLock { state -> (QueueMetrics?, Update) in
-            let metrics = state.queues[queueName]
-            return (metrics, state.record(event, at: now))
+            // Read under the lock, so that the times the state sees never go backwards.
+            let now = DispatchTime.now().uptimeNanoseconds
+            return (state.queues[queueName], state.record(event, at: now))
         }
         let queueMetrics = metrics ?? makeMetrics(for: queueName)
         queueMetrics.apply(update)
@@ -153,7 +153,7 @@ struct State {
             update.started = true
             update.waitingDelta = -1
             update.runningDelta = 1
-            update.wait = now - operation.addedAt
+            update.wait = now.elapsed(since: operation.addedAt)
             update.waitByReason = WaitReason.allCases.compactMap { reason in
                 operation.waited[reason].map { (reason, $0) }
             }
@@ -168,7 +168,7 @@ struct State {
             update.failed = !event.errors.isEmpty && !operation.cancelled
             if let startedAt = operation.startedAt {
                 update.runningDelta = -1
-                update.run = now - startedAt
+                update.run = now.elapsed(since: startedAt)
             } else {
                 update.waitingDelta = -1
             }
@@ -176,10 +176,11 @@ struct State {
         return update
     }
 
-    /// Ends the wait for the current reason and starts one for `next`.
+    /// Ends the wait for the current reason and starts one for `next`. An event the core reports
+    /// late (a `waiting` noticed after the operation moved on) changes nothing once it started.
     private mutating func closeSegment(of id: OperationID, at now: UInt64, next: WaitReason) {
         guard var operation = tracked[id], operation.startedAt == nil else { return }
-        operation.waited[operation.reason, default: 0] += now - operation.segmentStart
+        operation.waited[operation.reason, default: 0] += now.elapsed(since: operation.segmentStart)
         operation.segmentStart = now
         operation.reason = next
         tracked[id] = operation
@@ -236,5 +237,12 @@ final class QueueMetrics: Sendable {
             waitByReason[reason.rawValue]?.recordNanoseconds(Int64(clamping: nanoseconds))
         }
         if let run = update.run { self.run.recordNanoseconds(Int64(clamping: run)) }
+    }
+}
+
+extension UInt64 {
+    /// Nanoseconds from `start` to this time, 0 if `start` is later.
+    func elapsed(since start: UInt64) -> UInt64 {
+        self >= start ? self - start : 0
     }
 }

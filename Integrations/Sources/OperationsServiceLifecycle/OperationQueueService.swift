@@ -5,9 +5,9 @@ import ServiceLifecycle
 /// gracefully (on SIGTERM, say), the queues shut down gracefully too.
 ///
 /// ```swift
-/// let jobs = AsyncOperationQueue()
+/// let queue = AsyncOperationQueue()
 /// let group = ServiceGroup(
-///     services: [server, OperationQueueService(jobs)],   // the server stops last: it answers while the queue drains
+///     services: [server, OperationQueueService(queue)],   // the server stops after the queue has drained
 ///     gracefulShutdownSignals: [.sigterm],
 ///     logger: logger
 /// )

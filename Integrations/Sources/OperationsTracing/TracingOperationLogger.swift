@@ -8,8 +8,8 @@ import Tracing
 /// ```swift
 /// queue.logger = TracingOperationLogger(tracer: InstrumentationSystem.tracer)
 ///
-/// try await withSpan("POST /jobs") { _ in
-///     queue.addOperation(job)      // job's span will be a child of "POST /jobs"
+/// withSpan("POST /jobs") { _ in
+///     queue.addOperation(job)      // job's span is a child of "POST /jobs"
 /// }
 /// ```
 ///
