@@ -84,4 +84,23 @@ private struct ContractError: Error {}
         observer.operation(subclass, didProduce: BlockOperation {})
         observer.operationDidFinish(subclass, errors: [])
     }
+
+    /// The names of "Shutting down": both spellings of the grace period, the blocking twin, the
+    /// flag, and the error an operation added too late finishes with.
+    @Test func theShutdownNames_compileAndWorkTogether() async {
+        let queue = AsyncOperationQueue()
+        #expect(!queue.isShutDown)
+        await queue.shutDown(gracePeriod: 1 as TimeInterval)
+        if #available(macOS 13, iOS 16, tvOS 16, watchOS 9, *) {
+            await queue.shutDown(gracePeriod: Duration.seconds(1))
+        }
+        queue.shutDownAndWait(gracePeriod: 1)
+        #expect(queue.isShutDown)
+        let late = AsyncBlockOperation {}
+        queue.addOperation(late)
+        #expect(late.isFinished && late.errors.contains { ($0 as? AsyncOperationError) == .queueShutDown })
+        if case .queueShutDown = late.errors.first as? AsyncOperationError {} else {
+            Issue.record("the late operation's error is not AsyncOperationError.queueShutDown")
+        }
+    }
 }
