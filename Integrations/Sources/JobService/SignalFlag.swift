@@ -40,35 +40,54 @@ final class SignalFlag {
 }
 
 #if os(Linux)
-// What a signal handler may touch: a sig_atomic_t it writes, and the handlers it chains to, written
-// once before it is installed.
-nonisolated(unsafe) private var signalArrived: sig_atomic_t = 0
-nonisolated(unsafe) private var previousTerm = sigaction()
-nonisolated(unsafe) private var previousInt = sigaction()
+import Synchronization
+
+// What the signal handler touches: atomics only. The flag, and the handlers it chains to (by bit
+// pattern, and whether each takes the three-argument form), stored before it is installed.
+private let signalArrived = Atomic<Int32>(0)
+private let previousTermHandler = Atomic<UInt>(0)
+private let previousIntHandler = Atomic<UInt>(0)
+private let previousTermTakesInfo = Atomic<Bool>(false)
+private let previousIntTakesInfo = Atomic<Bool>(false)
 
 private func immediateSignalArrived() -> Bool {
-    signalArrived != 0
+    signalArrived.load(ordering: .relaxed) != 0
 }
 
 private func installImmediateHandlers() {
-    var action = sigaction()
-    action.__sigaction_handler.sa_sigaction = { signal, info, context in
-        signalArrived = 1
-        let previous = signal == SIGTERM ? previousTerm : previousInt
-        if previous.sa_flags & SA_SIGINFO != 0 {
-            previous.__sigaction_handler.sa_sigaction?(signal, info, context)
-        } else if let handler = previous.__sigaction_handler.sa_handler,
-                  unsafeBitCast(handler, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self),
-                  unsafeBitCast(handler, to: Int.self) != unsafeBitCast(SIG_DFL, to: Int.self) {
-            handler(signal)
+    for signal in [SIGTERM, SIGINT] {
+        var previous = sigaction()
+        sigaction(signal, nil, &previous)
+        let takesInfo = previous.sa_flags & SA_SIGINFO != 0
+        let pattern = takesInfo
+            ? unsafeBitCast(previous.__sigaction_handler.sa_sigaction, to: UInt.self)
+            : unsafeBitCast(previous.__sigaction_handler.sa_handler, to: UInt.self)
+        if signal == SIGTERM {
+            previousTermHandler.store(pattern, ordering: .releasing)
+            previousTermTakesInfo.store(takesInfo, ordering: .releasing)
+        } else {
+            previousIntHandler.store(pattern, ordering: .releasing)
+            previousIntTakesInfo.store(takesInfo, ordering: .releasing)
         }
+        var action = sigaction()
+        action.__sigaction_handler.sa_sigaction = { signal, info, context in
+            signalArrived.store(1, ordering: .relaxed)
+            let isTerm = signal == SIGTERM
+            let pattern = isTerm ? previousTermHandler.load(ordering: .acquiring) : previousIntHandler.load(ordering: .acquiring)
+            // 0 is no handler (SIG_DFL), 1 is SIG_IGN: nothing to chain to.
+            guard pattern > 1 else { return }
+            if isTerm ? previousTermTakesInfo.load(ordering: .acquiring) : previousIntTakesInfo.load(ordering: .acquiring) {
+                typealias Handler = @convention(c) (Int32, UnsafeMutablePointer<siginfo_t>?, UnsafeMutableRawPointer?) -> Void
+                unsafeBitCast(pattern, to: Handler.self)(signal, info, context)
+            } else {
+                typealias Handler = @convention(c) (Int32) -> Void
+                unsafeBitCast(pattern, to: Handler.self)(signal)
+            }
+        }
+        action.sa_flags = SA_SIGINFO | SA_RESTART
+        sigemptyset(&action.sa_mask)
+        sigaction(signal, &action, nil)
     }
-    action.sa_flags = SA_SIGINFO | SA_RESTART
-    sigemptyset(&action.sa_mask)
-    sigaction(SIGTERM, nil, &previousTerm)
-    sigaction(SIGINT, nil, &previousInt)
-    sigaction(SIGTERM, &action, nil)
-    sigaction(SIGINT, &action, nil)
 }
 #else
 private func immediateSignalArrived() -> Bool { false }
