@@ -30,8 +30,8 @@ extension AsyncOperationQueue {
     /// nothing half done behind it, as far as its operations honour cancellation).
     ///
     /// Calling it again, or calling `shutDownAndWait(gracePeriod:)` meanwhile, joins the shut-down
-    /// under way; a shorter grace period ends it sooner. A negative or zero grace period cancels
-    /// the running operations at once; `.infinity` lets them run to their end.
+    /// under way; a shorter grace period ends it sooner. A negative or zero grace period (or NaN)
+    /// cancels the running operations at once; `.infinity` lets them run to their end.
     public func shutDown(gracePeriod: TimeInterval) async {
         let shutdown = beginShutDown(gracePeriod: gracePeriod)
         await withTaskCancellationHandler {

@@ -42,10 +42,11 @@ final class QueueShutdown: @unchecked Sendable {
         }
     }
 
-    /// Ends the grace period `seconds` from now (at once for 0 or less; never for infinity).
+    /// Ends the grace period `seconds` from now (at once for 0 or less, or NaN; never for
+    /// infinity).
     func endGracePeriod(after seconds: TimeInterval) {
-        guard !seconds.isNaN, seconds < .infinity else { return }
-        guard seconds > 0 else { return endGracePeriod() }
+        guard seconds < .infinity || seconds.isNaN else { return }
+        guard seconds > 0 else { return endGracePeriod() } // NaN too: a shutdown that cannot end is worse
         let nanoseconds = seconds >= 1e9 ? UInt64.max / 2 : UInt64(seconds * 1e9)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak self] in
             self?.endGracePeriod()

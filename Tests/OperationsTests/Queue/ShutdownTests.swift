@@ -85,6 +85,17 @@ import TestSupport
         #expect(running.isCancelled && isShutDownError(running.errors))
     }
 
+    @Test(arguments: [0, -1, TimeInterval.nan])
+    func aGracePeriodOfNothing_cancelsTheRunningOperationsAtOnce(gracePeriod: TimeInterval) async {
+        let queue = AsyncOperationQueue()
+        let held = HeldOperations()
+        let running = held.make(uniqueName("running"))
+        queue.addOperation(running)
+        #expect(held.waitUntilStarted(running.name!))
+        await queue.shutDown(gracePeriod: gracePeriod)
+        #expect(running.isCancelled && isShutDownError(running.errors))
+    }
+
     @Test func cancellingTheCaller_endsTheGracePeriodAtOnce_andStillWaitsForEveryFinish() async {
         let queue = AsyncOperationQueue()
         let held = HeldOperations()
