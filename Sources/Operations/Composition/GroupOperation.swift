@@ -136,8 +136,18 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// Starts the children. A subclass that adds children here calls `super.execute()` after
     /// adding them.
     open override func execute() {
+        queue.setLineRoot(lineRootOfChildren()) // before they can run
         queue.isSuspended = false
         perform(children.withLock { $0.executionBegan() })
+    }
+
+    /// Where the children stand in categories' lines: where this group stands, that is at its
+    /// outermost enclosing group (or at itself), so that no operation waiting for a category the
+    /// group holds ever keeps them out of another one.
+    private func lineRootOfChildren() -> UInt64 {
+        let (parent, ownRoot) = lifecycle.withLock { ($0.queue, $0.linePlace.root) }
+        let enclosingRoot = parent?.lineRoot ?? 0
+        return enclosingRoot != 0 ? enclosingRoot : ownRoot
     }
 
     /// Called when a child finished, with its errors, before the group decides whether it is
@@ -148,15 +158,16 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     // MARK: - Book-keeping
 
     func childWasAdmitted(_ child: Foundation.Operation) {
-        guard children.withLock({ $0.childAdmitted() }) == .counted else {
+        let admission = children.withLock { $0.childAdmitted() }
+        if admission == .tooLate {
             // Added just as the group finished: it still runs, but the group cannot wait for it.
             OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
             return
         }
         // A child group's progress rolls up into this one as Foundation's child progress does.
         updateProgress(ProgressDelta(admitted: 1, childProgress: (child as? GroupOperation).map { [$0.progress] } ?? []))
-        if isCancelled {
-            child.cancel() // joined a group already cancelled: it must not run either
+        if isCancelled || admission == .countedNeverToRun {
+            child.cancel() // joined a group that will never run its children: it must not run either
         }
         guard !(child is AsyncOperation) else { return }
         _ = queue.engine.dependencyWatcher.watch(child) { [weak self] in

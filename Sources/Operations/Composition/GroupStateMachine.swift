@@ -45,6 +45,9 @@ struct GroupStateMachine {
     enum Admission: Equatable {
         /// Counted: the group waits for it.
         case counted
+        /// Counted, but the group is draining without having executed (cancelled, or a condition
+        /// failed): its children never run, so this one must be cancelled too.
+        case countedNeverToRun
         /// The group is done (the child was added as it finished): it cannot wait for it.
         case tooLate
     }
@@ -54,7 +57,7 @@ struct GroupStateMachine {
         guard !isDone else { return .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
-        return .counted
+        return phase == .draining ? .countedNeverToRun : .counted
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {

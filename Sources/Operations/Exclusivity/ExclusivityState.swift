@@ -45,8 +45,9 @@ struct ExclusivityState: Sendable {
 
     private struct Category {
         /// The operation holding the category, if any (kept until it releases the category, so
-        /// an inspector can name it).
+        /// an inspector can name it), and the root of its place (its outermost group's ticket).
         var holder: AsyncOperation?
+        var holderRoot: UInt64 = 0
         var line = TicketLine<Waiter>()
 
         var isHeld: Bool { holder != nil }
@@ -67,20 +68,19 @@ struct ExclusivityState: Sendable {
         }
     }
 
-    /// An operation free to run asks for its categories: granted if every one is free and
-    /// nobody stands ahead of it in their lines; otherwise it takes its place in them.
+    /// An operation free to run asks for its categories: granted if every one is free and it may
+    /// go ahead of whoever stands in their lines (see `mayGoAhead`); otherwise it takes its place
+    /// in them.
     mutating func acquire(_ request: Request) -> Acquisition {
         if request.categories.count == 1 {
             return acquireAlone(request)
         }
-        if isClearAhead(of: request) {
-            hold(request.categories, for: request.operation)
+        if canGrant(place: request.place, categories: request.categories) {
+            grant(request.categories, to: request.operation, at: request.place)
             return .granted
         }
         enterLines(request)
-        guard canGrant(place: request.place, categories: request.categories) else { return .waits }
-        grant(request.categories, to: request.operation) // it stood first already: asked twice
-        return .granted
+        return .waits
     }
 
     mutating func release(_ names: [String]) -> Granted {
@@ -103,42 +103,89 @@ struct ExclusivityState: Sendable {
         return wasInLine ? .withdrew(granted: Granted(grantWaiters(in: names))) : .notInLine
     }
 
-    // MARK: One category: a single lookup
+    // MARK: Who may go ahead
 
-    private mutating func acquireAlone(_ request: Request) -> Acquisition {
-        withCategory(request.categories[0]) { category in
-            if !category.isHeld {
-                guard let first = category.line.first else {
-                    category.holder = request.operation
-                    return .granted
-                }
-                if request.place <= first.place {
-                    if request.place == first.place { category.line.removeFirst() } // asked twice
-                    category.holder = request.operation
-                    return .granted
-                }
-            }
-            if category.line.position(of: request.place) == nil {
-                category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
-            }
-            return .waits
+    /// Whether an operation at `place` may have `category`, free, before the waiters in its line:
+    /// none stands ahead of it, or every one ahead is held up by the operation's own tree (a
+    /// category it needs is held by an operation with the same root: its group, or a group
+    /// enclosing it). Such a waiter could not run before that holder finishes, and the holder
+    /// may be a group waiting for this very operation, its child: making the child wait for the
+    /// waiter would close a circle. (Waiters added after the group stand behind its children
+    /// anyway: see `LinePlace`.)
+    private func mayGoAhead(in category: Category, place: LinePlace) -> Bool {
+        guard let first = category.line.first, first.place < place else { return true }
+        return category.line.allAhead(of: place) { isHeldUp($0, byTreeOf: place.root) }
+    }
+
+    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64) -> Bool {
+        waiter.categories.contains { name in
+            guard let category = categories[name], category.isHeld else { return false }
+            return category.holderRoot == root
         }
     }
 
+    /// Every category free, and the operation at `place` may go ahead in each line.
+    private func canGrant(place: LinePlace, categories names: [String]) -> Bool {
+        names.allSatisfy { name in
+            guard let category = categories[name] else { return true }
+            return !category.isHeld && mayGoAhead(in: category, place: place)
+        }
+    }
+
+    // MARK: One category: a single lookup in the common case
+
+    private enum LoneAnswer {
+        case granted
+        case waits
+        /// Free, but others stand ahead: whether it may go ahead needs a look at other lines.
+        case needsLook
+    }
+
+    private mutating func acquireAlone(_ request: Request) -> Acquisition {
+        let name = request.categories[0]
+        let answer = withCategory(name) { category -> LoneAnswer in
+            guard !category.isHeld else {
+                if category.line.position(of: request.place) == nil {
+                    category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
+                }
+                return .waits
+            }
+            guard let first = category.line.first, first.place < request.place else {
+                category.line.remove(place: request.place) // it stood first already: asked twice
+                category.holder = request.operation
+                category.holderRoot = request.place.root
+                return .granted
+            }
+            return .needsLook
+        }
+        switch answer {
+        case .granted: return .granted
+        case .waits: return .waits
+        case .needsLook: break
+        }
+        if canGrant(place: request.place, categories: request.categories) {
+            grant(request.categories, to: request.operation, at: request.place)
+            return .granted
+        }
+        enterLines(request)
+        return .waits
+    }
+
     private mutating func releaseAlone(_ name: String) -> Granted {
-        var needsOtherCategories = false
+        var needsLook = false
         let granted = withCategory(name) { category -> AsyncOperation? in
             category.holder = nil
-            guard let (_, first) = category.line.first else { return nil }
+            guard let (place, first) = category.line.first else { return nil }
             guard first.categories.count == 1 else {
-                needsOtherCategories = true
+                needsLook = true
                 return nil
             }
             category.line.removeFirst()
             category.holder = first.operation
+            category.holderRoot = place.root
             return first.operation
         }
-        if needsOtherCategories {
+        if needsLook {
             return Granted(grantWaiters(in: [name]))
         }
         return granted.map(Granted.one) ?? .none
@@ -169,48 +216,28 @@ struct ExclusivityState: Sendable {
         }
     }
 
-    /// No category held, and nobody ahead in any of the lines.
-    private func isClearAhead(of request: Request) -> Bool {
-        request.categories.allSatisfy { name in
-            guard let category = categories[name] else { return true }
-            guard !category.isHeld else { return false }
-            guard let first = category.line.first else { return true }
-            return request.place < first.place
-        }
-    }
-
-    /// Every category free, and the waiter at `place` first in each line.
-    private func canGrant(place: LinePlace, categories names: [String]) -> Bool {
-        names.allSatisfy { name in
-            guard let category = categories[name], !category.isHeld else { return false }
-            return category.line.first?.place == place
-        }
-    }
-
-    /// Takes the first waiter out of each of `names`' lines and holds the categories for it.
-    private mutating func grant(_ names: [String], to operation: AsyncOperation) {
+    /// Holds `names` for `operation` at `place`, taking it out of their lines if it stood there.
+    private mutating func grant(_ names: [String], to operation: AsyncOperation, at place: LinePlace) {
         for name in names {
             withCategory(name) { category in
-                if !category.line.isEmpty { category.line.removeFirst() }
+                category.line.remove(place: place)
                 category.holder = operation
+                category.holderRoot = place.root
             }
         }
     }
 
-    private mutating func hold(_ names: [String], for operation: AsyncOperation) {
-        for name in names {
-            withCategory(name) { $0.holder = operation }
-        }
-    }
-
+    /// Lets in, for each of `names` (just freed), the first waiter of its line that can have
+    /// every category it needs now.
     private mutating func grantWaiters(in names: [String]) -> [AsyncOperation] {
         var granted: [AsyncOperation] = []
         for name in names {
-            guard let (place, first) = categories[name]?.line.first,
-                  canGrant(place: place, categories: first.categories)
-            else { continue }
-            grant(first.categories, to: first.operation)
-            granted.append(first.operation)
+            guard let line = categories[name]?.line, !line.isEmpty, categories[name]?.isHeld == false else { continue }
+            guard let (place, waiter) = line.first(where: { place, waiter in
+                canGrant(place: place, categories: waiter.categories)
+            }) else { continue }
+            grant(waiter.categories, to: waiter.operation, at: place)
+            granted.append(waiter.operation)
         }
         for name in names {
             withCategory(name) { _ in }

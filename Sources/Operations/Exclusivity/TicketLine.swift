@@ -36,6 +36,21 @@ struct TicketLine<Element> {
         storage[head...].compactMap(\.element)
     }
 
+    /// Whether every waiter ahead of `place` satisfies `predicate` (true if none is ahead).
+    func allAhead(of place: LinePlace, satisfy predicate: (Element) -> Bool) -> Bool {
+        storage[head..<insertionIndex(for: place)].allSatisfy { slot in slot.element.map(predicate) ?? true }
+    }
+
+    /// The first waiter, in order, that satisfies `predicate`.
+    func first(where predicate: (LinePlace, Element) -> Bool) -> (place: LinePlace, element: Element)? {
+        for slot in storage[head...] {
+            if let element = slot.element, predicate(slot.place, element) {
+                return (slot.place, element)
+            }
+        }
+        return nil
+    }
+
     /// How many waiters stand ahead of the one at `place`; `nil` if it is not in line.
     func countAhead(of place: LinePlace) -> Int? {
         position(of: place).map { $0 - head }

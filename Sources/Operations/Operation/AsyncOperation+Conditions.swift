@@ -67,25 +67,24 @@ extension AsyncOperation {
             acquire([])
         case let .evaluateConditions(conditions, queue, ticket):
             let categories = Self.categories(of: conditions)
-            var group: GroupOperation?
+            var turn: AsyncOperationQueue.Turn?
             if let queue {
                 // A suspended queue evaluates nothing, a serial one one operation at a time, and
                 // an operation that needs categories waits for a free slot before it asks for
                 // them: continueTowardsExecution() picks up when it may go on.
-                let (passage, enclosingGroup) = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
-                if passage == .parked {
+                turn = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
+                if turn?.passage == .parked {
                     logWaiting()
                     return
                 }
-                group = enclosingGroup
             }
-            evaluate(conditions, categories: categories, in: group, queueJustChecked: true)
+            evaluate(conditions, categories: categories, in: turn?.group, lineRoot: turn?.lineRoot)
         }
     }
 
-    /// Evaluates the conditions. `queueJustChecked`: the queue let it through a moment ago (it
-    /// runs, and has a slot for an operation that needs categories).
-    private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, queueJustChecked: Bool) {
+    /// Evaluates the conditions. `lineRoot`: the queue let it through a moment ago (it runs, and
+    /// has a slot for an operation that needs categories), and said where it stands in lines.
+    private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, lineRoot: UInt64?) {
         if let category = group?.heldCategory(among: categories) {
             OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
@@ -95,7 +94,7 @@ extension AsyncOperation {
         if case let .passed(categories) = dispatch {
             // Nothing left to evaluate.
             logIfLogging(.conditionsAnswered(failures: 0))
-            acquire(categories, queueJustChecked: queueJustChecked)
+            acquire(categories, lineRoot: lineRoot)
             return
         }
         guard case .none = dispatch else {
@@ -189,25 +188,32 @@ extension AsyncOperation {
     // MARK: - Mutual exclusion
 
     /// Asks for the categories once the conditions passed: only while its queue runs and has a
-    /// free slot (otherwise it parks, holding no category, until it may ask). `queueJustChecked`:
-    /// the queue let it through a moment ago (conditions that all answered at once).
-    private func acquire(_ categories: [String], queueJustChecked: Bool = false) {
+    /// free slot (otherwise it parks, holding no category, until it may ask). `lineRoot`: the
+    /// queue let it through a moment ago (conditions that all answered at once), and said where
+    /// its operations stand in categories' lines.
+    private func acquire(_ categories: [String], lineRoot knownRoot: UInt64? = nil) {
         guard !categories.isEmpty else {
             perform(lifecycle.withLock { $0.proceedWithoutCategories() })
             return
         }
         let queue = lifecycle.withLock { $0.queue }
-        if !queueJustChecked, let queue, !queue.mayTakeCategories {
-            // Leave the line rather than hold it up, and come back (with the same ticket, so the
-            // same place) when the queue resumes or a slot frees up.
-            let ticket = leaveCategoryLines()
-            if queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) == .parked {
-                logWaiting()
-                return
+        var lineRoot = knownRoot ?? 0
+        if knownRoot == nil, let queue {
+            let turn = queue.categoryTurn
+            lineRoot = turn.lineRoot
+            if turn.passage == .parked {
+                // Leave the line rather than hold it up, and come back (with the same ticket, so
+                // the same place) when the queue resumes or a slot frees up.
+                let ticket = leaveCategoryLines()
+                if queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) == .parked {
+                    logWaiting()
+                    return
+                }
             }
         }
-        // Marked as in line first, so that a finish from now on takes it out of line again.
-        guard case let .ask(place) = lifecycle.withLock({ $0.enterLine() }) else { return }
+        // Marked as in line first, so that a finish from now on takes it out of line again. A
+        // group's child stands where its group stands, known now that the group executes.
+        guard case let .ask(place) = lifecycle.withLock({ $0.enterLine(lineRoot: lineRoot) }) else { return }
         let exclusivity = (queue?.engine ?? .shared).exclusivity
         switch exclusivity.acquire(categories, for: self, place: place) {
         case .granted:
@@ -274,7 +280,7 @@ extension AsyncOperation {
             break
         case let .evaluateConditions(conditions):
             let group = lifecycle.withLock { $0.queue }?.group
-            evaluate(conditions, categories: Self.categories(of: conditions), in: group, queueJustChecked: false)
+            evaluate(conditions, categories: Self.categories(of: conditions), in: group, lineRoot: nil)
         case let .acquireCategories(categories):
             acquire(categories)
         }

@@ -770,11 +770,17 @@ struct OperationLifecycle {
         case none
     }
 
-    /// About to ask for its categories: from now on a finish takes it out of line.
-    mutating func enterLine() -> LineMove {
-        guard phase == .waitingForCategories, !holdsCategories else { return .none }
-        updateStanding { $0.inLine = true }
-        return .ask(place: linePlace)
+    /// About to ask for its categories: from now on a finish takes it out of line. `lineRoot`,
+    /// if not 0: where its queue's operations stand (a group's children stand where their
+    /// outermost group stands, known once the group executes).
+    mutating func enterLine(lineRoot: UInt64 = 0) -> LineMove {
+        guard case .waitingForCategories(var placement, var standing) = state, !standing.holds else { return .none }
+        if lineRoot != 0 {
+            placement.lineRoot = lineRoot
+        }
+        standing.inLine = true
+        state = .waitingForCategories(placement, standing)
+        return .ask(place: placement.linePlace)
     }
 
     /// Leaves its categories' lines (its queue is suspended, or has no free slot).

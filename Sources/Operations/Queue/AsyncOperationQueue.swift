@@ -32,6 +32,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
         /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
         weak var group: GroupOperation?
+        /// A group's queue: where its children stand in categories' lines (the ticket of the
+        /// outermost group), known once the group executes; 0 until then, and on other queues.
+        var lineRoot: UInt64 = 0
         var logger: (any OperationLogger)?
     }
 
@@ -206,6 +209,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// waits in line (otherwise none does, and the check is skipped).
         let mayWaitInLine: Bool
         let generation: UInt64
+        /// Where the operations added to a group's queue stand in categories' lines (0 if the
+        /// group has not executed yet: they take their root when they ask).
+        let lineRoot: UInt64
     }
 
     /// `nil` once the queue is shut down: the add is refused.
@@ -220,7 +226,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                     group: state.settings.group,
                     logger: state.settings.logger,
                     mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
-                    generation: generation
+                    generation: generation,
+                    lineRoot: state.settings.lineRoot
                 )
             }
         }
@@ -289,8 +296,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
         let ticket = engine.tickets.next()
-        let lineRoot = context.group?.lifecycle.withLock { $0.linePlace.root } ?? 0
-        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: lineRoot) }) {
+        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) }) {
         case let .reject(kind, message):
             OperationDiagnostics.report(kind, operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
@@ -345,21 +351,45 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     // MARK: - The way to execution
 
+    /// What a queue tells an operation on its way to execution, read in one step.
+    struct Turn {
+        let passage: QueueScheduler.Passage
+        /// The group this queue runs the children of, if any.
+        let group: GroupOperation?
+        /// Where its operations stand in categories' lines (see `Settings.lineRoot`).
+        let lineRoot: UInt64
+    }
+
     /// An operation's dependencies finished: whether it may go on to its conditions (or
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
-    /// its turn comes (or, with `needsSlot`, a slot frees up). Also returns the group this queue
-    /// belongs to, read under the same lock.
-    func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> (passage: QueueScheduler.Passage, group: GroupOperation?) {
+    /// its turn comes (or, with `needsSlot`, a slot frees up).
+    func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Turn {
         state.withLock { state in
-            (state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot), state.settings.group)
+            Turn(
+                passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot),
+                group: state.settings.group,
+                lineRoot: state.settings.lineRoot
+            )
         }
     }
 
-    /// Whether an operation may ask for its categories right now: the queue runs and has a free
-    /// slot. (It may change the next moment: park with `parkUnlessFreeToTakeCategories`, which
-    /// decides under the lock.)
-    var mayTakeCategories: Bool {
-        state.withLock { $0.scheduler.mayTakeCategories }
+    /// Whether an operation may ask for its categories right now (the queue runs and has a free
+    /// slot: it may change the next moment; park with `parkUnlessFreeToTakeCategories`, which
+    /// decides under the lock), and where it stands in their lines.
+    var categoryTurn: Turn {
+        state.withLock { state in
+            Turn(passage: state.scheduler.mayTakeCategories ? .proceed : .parked, group: state.settings.group, lineRoot: state.settings.lineRoot)
+        }
+    }
+
+    /// A group's queue: its children stand at `root` in categories' lines from now on.
+    func setLineRoot(_ root: UInt64) {
+        state.withLock { $0.settings.lineRoot = root }
+    }
+
+    /// Where this queue's operations stand in categories' lines (see `Settings.lineRoot`).
+    var lineRoot: UInt64 {
+        state.withLock { $0.settings.lineRoot }
     }
 
     /// Parks `operation` if the queue is suspended or has no free slot;

@@ -30,8 +30,10 @@ struct HeldOperations {
         count += 1
     }
 
-    mutating func remove(_ operation: AsyncOperation) {
-        guard count > 0 else { return } // the common case: nothing held
+    /// Removes `operation`; whether it was held.
+    @discardableResult
+    mutating func remove(_ operation: AsyncOperation) -> Bool {
+        guard count > 0 else { return false } // the common case: nothing held
         var bucket = home(of: operation)
         while let occupant = buckets[bucket] {
             if occupant === operation {
@@ -41,10 +43,11 @@ struct HeldOperations {
                 if count == 0 && buckets.count > 2048 {
                     buckets = [] // drop the table after a burst; keep a small one for the steady trickle
                 }
-                return
+                return true
             }
             bucket = next(bucket)
         }
+        return false
     }
 
     // MARK: - The table

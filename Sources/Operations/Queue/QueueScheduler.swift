@@ -98,6 +98,9 @@ struct QueueScheduler {
     private(set) var inProgress: Set<UInt64> = []
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
+    /// Held `AsyncOperation`s on their way to Foundation (in a hand-off list or the outbox): they
+    /// count as taking a slot already.
+    private(set) var handingOff = 0
     /// Threads in `waitUntilAllOperationsAreFinished()`, woken when `unfinished` drops to 0.
     private(set) var idleWaiters: [DispatchSemaphore] = []
     /// The latest barrier that has not finished: everything added after it waits for it.
@@ -201,8 +204,8 @@ struct QueueScheduler {
     /// Operations were given to Foundation: they are no longer held. (They stay held until
     /// Foundation lists them, so that `allOperations` and barriers always see them.)
     mutating func gaveToFoundation(_ operations: [Operation]) {
-        for case let operation as AsyncOperation in operations {
-            held.remove(operation)
+        for case let operation as AsyncOperation in operations where held.remove(operation) {
+            handingOff -= 1 // it was on its way from the scheduler (not from an add's batch)
         }
     }
 
@@ -223,7 +226,7 @@ struct QueueScheduler {
     /// Operations being added right now count as on their way until they are held, so the answer
     /// errs on the side of waiting, and each of those events lets the slot line through again.
     var hasFreeSlot: Bool {
-        width < 0 || unfinished - held.count < width
+        width < 0 || unfinished - held.count + handingOff < width
     }
 
     /// Whether an operation may ask for its categories now: the queue runs and has a free slot.
@@ -336,6 +339,9 @@ struct QueueScheduler {
     /// Sends an operation cleared to run towards Foundation: straight in `letThrough`, or, on a
     /// serial queue, through the outbox, whose deliverer the caller becomes if there is none.
     private mutating func send(_ operation: Operation, into letThrough: inout LetThrough) {
+        if operation is AsyncOperation {
+            handingOff += 1 // takes a slot from now on, though held until Foundation has it
+        }
         guard usesOutbox else {
             letThrough.handOff.append(operation)
             return
@@ -456,7 +462,7 @@ struct QueueScheduler {
     /// take no slot until they are handed off, so one may find it taken again and park again.)
     private mutating func drainSlotLine(into letThrough: inout LetThrough) {
         guard !slotLine.isEmpty, !isSuspended else { return }
-        var free = width < 0 ? Int.max : width - (unfinished - held.count)
+        var free = width < 0 ? Int.max : width - (unfinished - held.count + handingOff)
         while free > 0, let waiter = slotLine.removeFirst() {
             release(waiter, into: &letThrough)
             free -= 1

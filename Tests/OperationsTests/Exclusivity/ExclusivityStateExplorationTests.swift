@@ -54,13 +54,22 @@ private struct ExclusivityModel {
         }
     }
 
-    /// FIFO per category: nobody with an earlier place stands in a line of the granted operation.
+    /// FIFO per category: nobody with an earlier place stands in a line of the granted operation,
+    /// unless it is held up by the granted operation's own tree (a category it needs is held by
+    /// an operation with the same root: the tree cannot wait for it, it waits for the tree).
     mutating func checkNobodyAhead(of index: Int) {
         for other in requests.indices where other != index && standings[other] == .waiting {
             let shared = Set(requests[other].categories).intersection(requests[index].categories)
-            if !shared.isEmpty && requests[other].place < requests[index].place {
+            if !shared.isEmpty && requests[other].place < requests[index].place && !isHeldUp(other, byTreeOf: index) {
                 violations.append("op\(index) granted \(shared.sorted()) ahead of op\(other)")
             }
+        }
+    }
+
+    func isHeldUp(_ waiter: Int, byTreeOf index: Int) -> Bool {
+        requests.indices.contains { holder in
+            standings[holder] == .holding && requests[holder].place.root == requests[index].place.root
+                && !Set(requests[holder].categories).isDisjoint(with: requests[waiter].categories)
         }
     }
 
@@ -159,6 +168,9 @@ private struct ExclusivityModel {
         ("five", [(place(1), ["a"]), (place(2), ["b"]), (place(3), ["a", "b"]), (place(4), ["a"]), (place(5), ["b"])]),
         ("two groups' children", [(place(1), ["a", "b"]), (place(3, inGroup: 2), ["a"]), (place(4, inGroup: 2), ["b"]),
                                   (place(6, inGroup: 5), ["a", "b"]), (place(7), ["b"])]),
+        // A waiter added before a group that holds "a" (the group stands at 2, its child at 3):
+        // the child must get "b" whatever the order they ask in.
+        ("a group holding what an earlier waiter needs", [(place(1), ["a", "b"]), (place(2), ["a"]), (place(3, inGroup: 2), ["b"])]),
     ]
 
     @Test func everyOrderOfEvents_keepsTheExclusionInvariants() {

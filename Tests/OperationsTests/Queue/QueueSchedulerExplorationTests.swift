@@ -317,6 +317,7 @@ private struct SchedulerModel {
             #expect(!scheduler.slotLine.waiters.contains { $0.operation === operations[index] }, "op\(index) done but in the slot line after \(trail)")
         }
         #expect(scheduler.outbox.isEmpty && !scheduler.outbox.isDraining, "outbox left undelivered after \(trail)")
+        #expect(scheduler.handingOff == 0, "\(scheduler.handingOff) hand-offs counted as under way after \(trail)")
     }
 
     func checkTerminal(_ trail: [String]) {
