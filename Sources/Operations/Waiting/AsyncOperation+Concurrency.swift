@@ -9,9 +9,10 @@ extension AsyncOperation {
     ///
     /// Cancelling the waiting task cancels the operation. On a queue, the call returns once the
     /// cancelled operation has finished (as it does promptly, unless its `execute()` ignores
-    /// cancellation). On no queue, nothing would ever finish it, so the call returns at once,
-    /// throwing `CancellationError`, and reports `.awaitedOffQueue`; the operation stays cancelled
-    /// and finishes as soon as it is added to a queue or started. An operation still on no queue
+    /// cancellation, or its queue is suspended: then the call returns at once). On no queue,
+    /// nothing would ever finish it, so the call returns at once, throwing `CancellationError`,
+    /// and reports `.awaitedOffQueue`; the operation stays cancelled and finishes as soon as it is
+    /// added to a queue or started. An operation still on no queue
     /// a second after the wait began is reported as `.awaitedOffQueue` too (to add and await in
     /// one call, use `AsyncOperationQueue.run(_:)`).
     ///
@@ -29,7 +30,8 @@ extension AsyncOperation {
 
     /// Suspends until the operation has finished, and returns `true`; cancelling the task cancels
     /// the operation. Returns `false` at once, without waiting for the finish, when the task is
-    /// cancelled while the operation is on no queue: nothing would ever finish it.
+    /// cancelled while nothing would finish the operation soon (on no queue, or waiting on a
+    /// suspended queue).
     final func suspendUntilFinished() async -> Bool {
         let wait = FinishWait()
         warnIfStillOffQueue(after: 1, while: wait)
@@ -41,16 +43,27 @@ extension AsyncOperation {
             }
         } onCancel: {
             self.cancel()
-            self.abandonIfOffQueue(wait)
+            self.abandonIfNothingFinishesIt(wait)
         }
         listener.stop() // also keeps the listener alive until here: the operation holds it weakly
         return wait.endedWithFinish
     }
 
-    /// The waiting task was cancelled: if the operation is on no queue, ends the wait now.
-    private func abandonIfOffQueue(_ wait: FinishWait) {
-        guard lifecycle.withLock({ $0.phase == .initialized }), wait.end(finished: false) else { return }
-        OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
+    /// The waiting task was cancelled, and so the operation: ends the wait now if nothing would
+    /// finish the operation soon. On no queue, nothing does until it is added (reported); handed
+    /// to a suspended queue's Foundation side, it finishes only once Foundation starts it, after
+    /// the queue resumes.
+    private func abandonIfNothingFinishesIt(_ wait: FinishWait) {
+        let (phase, queue) = lifecycle.withLock { ($0.phase, $0.queue) }
+        switch phase {
+        case .initialized:
+            guard wait.end(finished: false) else { return }
+            OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
+        case .ready where queue?.isSuspended == true:
+            wait.end(finished: false)
+        default:
+            break
+        }
     }
 
     /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on

@@ -92,6 +92,37 @@ import TestSupport
         #expect(operation.isCancelled && operation.isFinished)
     }
 
+    @Test func onASuspendedQueueThatHasNotStartedIt_aCancelledWaitEndsToo() async {
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let mayEnd = Signal()
+        let started = Counter()
+        let blocker = AsyncBlockOperation { started.increment(); _ = mayEnd.wait() }
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("behind a suspension")
+        queue.addOperations([blocker, operation], waitUntilFinished: false)
+        #expect(await eventually { started.current == 1 })
+        queue.isSuspended = true
+        let waiting = Task { try await operation.finished() }
+        waiting.cancel()
+
+        // A watchdog on a plain thread (the cooperative pool may be busy with other tests) lets
+        // a wait that does not end finish after all, so that the test fails instead of hanging.
+        let rescued = Counter()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 4 * generousTimeout) {
+            guard !operation.isFinished else { return }
+            rescued.increment()
+            mayEnd.signal()
+            queue.isSuspended = false
+        }
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(rescued.current == 0)
+        #expect(operation.isCancelled && !operation.isFinished) // the queue is still suspended
+        mayEnd.signal()
+        queue.isSuspended = false
+        #expect(await eventually { operation.isFinished })
+    }
+
     @Test func aWaitThatIsNotCancelled_stillWaitsForTheAdd() async throws {
         let (operation, ran) = operationOnNoQueue()
         let waiting = Task { try await operation.finished() }
