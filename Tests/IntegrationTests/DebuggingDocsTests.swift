@@ -17,15 +17,7 @@ private func startMigration(_ done: @escaping @Sendable () -> Void) {
     }
 }
 private func syncLedger() throws {}
-
-// docs:
-struct PrintLogger: OperationLogger {
-    var minimumLevel: OperationLogLevel { .debug }
-    func log(_ event: OperationLogEvent) {
-        print("[\(event.level)] \(event.description)")   // or logger.log(level: ..., "\(event)")
-    }
-}
-// :docs
+private struct MigrationFailed: Error {}
 
 @Suite struct DebuggingDocsTests {
     @Test func debuggingExample_explainsTheWait() {
@@ -34,6 +26,10 @@ struct PrintLogger: OperationLogger {
         queue.name = "ledger"
         queue.stallReportThreshold = 30    // report operations that wait longer than 30 s
         queue.logger = PrintLogger()       // hear every operation's lifecycle
+        // :docs
+        let logged = Recorder<String>()
+        queue.logger = PrintLogger { line in logged.append(line) } // the same lines, kept quiet
+        // docs:
 
         let migrate = AsyncBlockOperation { finish in startMigration { finish(nil) } }
         migrate.name = "migrate"
@@ -59,5 +55,30 @@ struct PrintLogger: OperationLogger {
         migrationMayEnd.signal()
         #expect(waitUntilFinished([migrate, sync]))
         queue.stallReportThreshold = nil
+        #expect(logged.all.contains("[info] ledger: migrate: started"))
+    }
+
+    @Test func printLogger_writesOneLinePerEventFromItsMinimumLevel() throws {
+        let queue = AsyncOperationQueue()
+        queue.name = "ledger"
+        // docs:
+        queue.logger = PrintLogger(minimumLevel: .info)   // [info] ledger: migrate: started
+        // :docs
+        // docs:
+        queue.logger = PrintLogger()                          // everything from .debug up
+        queue.logger = PrintLogger(minimumLevel: .warning)    // only operations that failed
+        // :docs
+        let lines = Recorder<String>()
+        queue.logger = PrintLogger(minimumLevel: .info) { line in lines.append(line) }
+        let migrate = AsyncBlockOperation {}
+        migrate.name = "migrate"
+        let failing = AsyncBlockOperation { throw MigrationFailed() }
+        failing.name = "failing"
+        queue.addOperations([migrate, failing], waitUntilFinished: true)
+        #expect(waitUntil { lines.count == 4 })
+        #expect(lines.all.filter { $0.hasPrefix("[info] ledger: migrate: ") } == ["[info] ledger: migrate: started", "[info] ledger: migrate: finished"])
+        #expect(lines.all.contains("[warning] ledger: failing: finished with errors: MigrationFailed()"))
+        #expect(!lines.all.contains { $0.hasPrefix("[debug]") })
+        #expect(PrintLogger().minimumLevel == .debug)
     }
 }

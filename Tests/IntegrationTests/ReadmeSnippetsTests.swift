@@ -179,6 +179,31 @@ private func filesWithDocsRegions() -> [URL] {
     ["Tests", "Integrations/Tests", "Integrations/Sources"].flatMap { files(under: $0, endingWith: ".swift") }
 }
 
+/// The code spans of the "after" column of each `| before | after | notes |` table of a Markdown
+/// file, with where each row is; a row whose "after" has no code (such as "(internal)") has none.
+private func afterColumns(in lines: [(number: Int, text: String)]) -> [(line: Int, spans: [String])] {
+    var rows: [(line: Int, spans: [String])] = []
+    var afterColumn: Int?
+    for (number, text) in lines {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("|") else {
+            afterColumn = nil
+            continue
+        }
+        let cells = trimmed.split(separator: "|", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if let index = cells.firstIndex(of: "after"), cells.contains("before") {
+            afterColumn = index
+        } else if let index = afterColumn, index < cells.count, !cells[index].hasPrefix("---") {
+            let spans = cells[index].split(separator: "`", omittingEmptySubsequences: true)
+                .enumerated().filter { $0.offset % 2 == (cells[index].hasPrefix("`") ? 0 : 1) }
+                .map { $0.element.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+            rows.append((number, spans))
+        }
+    }
+    return rows
+}
+
 @Suite struct ReadmeSnippetsTests {
     @Test func everySnippet_isCompiledInADocsRegion() throws {
         let snippets = try allSnippets()
@@ -202,6 +227,18 @@ private func filesWithDocsRegions() -> [URL] {
                 \(snippet.text.joined(separator: "\n"))
                 """
             )
+        }
+    }
+
+    @Test func everyRowOfTheMigrationGuide_hasItsAfterSideCompiled() throws {
+        let guide = "Sources/Operations/Operations.docc/Migration.md"
+        let rows = afterColumns(in: try numberedLines(of: packageRoot.appendingPathComponent(guide)))
+        let compiled = try files(under: "Tests", endingWith: ".swift").flatMap(docsRegions)
+        #expect(rows.count >= 60, "\(guide) was not found or has lost its tables")
+        for (line, spans) in rows {
+            for span in spans where !compiled.contains(where: { $0.contains(span) }) {
+                Issue.record("\(guide):\(line): the \"after\" side `\(span)` is not compiled by any test; copy it into a `// docs:` region")
+            }
         }
     }
 

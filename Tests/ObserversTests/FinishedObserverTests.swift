@@ -50,6 +50,7 @@ struct FinishedObserverTests {
         // Given
         let seen = Recorder<Bool>()
         let operation = AsyncBlockOperation { finish in finish(StubError.thrown) }
+        operation.name = uniqueName("finished late") // the late finish below is reported to the test's log
         operation.addObserver(FinishedObserver { finished, errors in
             seen.append(finished === operation && finished.errors.asStubErrors == errors.asStubErrors)
         })
@@ -62,6 +63,7 @@ struct FinishedObserverTests {
         #expect(finished)
         #expect(seen.all == [true])
         #expect(operation.errors.asStubErrors == [.thrown])
+        #expect(DiagnosticsLog.shared.kinds(about: operation.name!) == [.finishedTwice])
     }
 }
 

@@ -33,7 +33,7 @@ public struct ExplorationEvent<Model> {
 /// ```swift
 /// let report = exploreEveryOrder(from: Model(), events: { $0.possibleEvents },
 ///                                key: { $0.key }, check: { model, trail in ... })
-/// print("explored: \(report)")
+/// #expect(report.terminalStates > 0, "explored: \(report)")   // the counts ride on the expectation
 /// ```
 public func exploreEveryOrder<Model>(
     from initial: Model,

@@ -38,7 +38,8 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// operation; nothing is changed.
         case stalled
         /// An operation was awaited (`finished()`, `value`) but was still on no queue a second
-        /// later: it finishes only once it is added to one.
+        /// later: it finishes only once it is added to one. Also reported when the awaiting task
+        /// is cancelled while the operation is on no queue: the wait ends at once.
         case awaitedOffQueue
         /// A group API that means nothing for this kind of group was used: children added to a
         /// `RetryOperation` from outside (they finish cancelled), or its
@@ -50,18 +51,32 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
     public let kind: Kind
     /// The name of the operation involved (its `name`, or its type when it has none).
     public let operationName: String
-    /// A sentence that explains what happened and what the framework did about it.
+    /// The names of the queues involved, most relevant first: the queue the operation is on (or
+    /// ran on), then, for an add that was refused, the queue that refused it. Empty when the
+    /// operation is on no queue.
+    public let queueNames: [String]
+    /// A sentence that explains what happened and what the framework did about it, naming what
+    /// was lost (the error an ignored call passed, say) and where the ignored call was made.
     public let message: String
 
     /// Creates a diagnostic; the framework makes these, tests and custom handlers read them.
     public init(kind: Kind, operationName: String, message: String) {
+        self.init(kind: kind, operationName: operationName, queueNames: [], message: message)
+    }
+
+    /// Creates a diagnostic that names the queues involved.
+    public init(kind: Kind, operationName: String, queueNames: [String], message: String) {
         self.kind = kind
         self.operationName = operationName
+        self.queueNames = queueNames
         self.message = message
     }
 
+    /// One line: `[Operations] kind (operation, queue 'name'): message`.
     public var description: String {
-        "[Operations] \(kind.rawValue) (\(operationName)): \(message)"
+        let queues = queueNames.map { "'\($0)'" }.joined(separator: ", ")
+        let place = queueNames.isEmpty ? "" : (queueNames.count == 1 ? ", queue " : ", queues ") + queues
+        return "[Operations] \(kind.rawValue) (\(operationName)\(place)): \(message)"
     }
 }
 
@@ -83,8 +98,16 @@ public enum OperationDiagnostics {
         handler = printToStandardError
     }
 
-    static func report(_ kind: OperationDiagnostic.Kind, _ operation: Operation, _ message: String) {
-        let diagnostic = OperationDiagnostic(kind: kind, operationName: operation.displayName, message: message)
+    /// Reports a misuse about `operation`. The queues named are `queues` when given, otherwise
+    /// the one `operation` is on (or last ran on), if any.
+    static func report(_ kind: OperationDiagnostic.Kind, _ operation: Operation, _ message: String, queues: [OperationQueue]? = nil) {
+        let involved = queues ?? operation.queueForMessages.map { [$0] } ?? []
+        let diagnostic = OperationDiagnostic(
+            kind: kind,
+            operationName: operation.displayName,
+            queueNames: involved.map(\.displayName),
+            message: message
+        )
         handler(diagnostic)
     }
 
@@ -99,5 +122,25 @@ extension Operation {
     /// The operation's name, or its type when it has none: what messages call it.
     var displayName: String {
         name ?? String(describing: type(of: self))
+    }
+
+    /// The queue the operation is on, or last ran on, as far as this package knows: for messages.
+    /// Read outside every lock.
+    var queueForMessages: OperationQueue? {
+        if let operation = self as? AsyncOperation {
+            return operation.lifecycle.withLock { $0.queue ?? $0.foreignQueue ?? $0.finishedOn }
+        }
+        return PlainOperationRegistry.queue(of: self)
+    }
+}
+
+extension OperationQueue {
+    /// The queue's name, or its type when it has none: what messages call it. A group's own
+    /// queue is called after its group.
+    var displayName: String {
+        if let queue = self as? AsyncOperationQueue, let group = queue.group {
+            return "children of \(group.displayName)"
+        }
+        return name ?? String(describing: type(of: self))
     }
 }

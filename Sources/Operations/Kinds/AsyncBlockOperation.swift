@@ -45,6 +45,8 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
         var body: Body?
         var invocation = Invocation.notStarted
         var pendingContinuation: ContinuationGate?
+        /// Where a continuation block was created, for messages about its continuation.
+        var createdAt: CallSite?
     }
 
     private let block: Locked<BlockState>
@@ -58,6 +60,18 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
 
     /// Creates an operation that runs `block` and finishes when `block` calls its `finish`
     /// continuation, with an optional error.
+    ///
+    /// `file` and `line` say where the block was created: a diagnostic about its continuation
+    /// (called twice, say) names that place.
+    public init(_ block: @escaping @Sendable (_ finish: @escaping Continuation) -> Void, file: StaticString = #fileID, line: UInt = #line) {
+        self.block = Locked.make(BlockState(body: .continuation(block), createdAt: CallSite(file: file, line: line)))
+        super.init()
+    }
+
+    /// Creates an operation that runs `block` and finishes when `block` calls its `finish`
+    /// continuation, with an optional error: `init(_:file:line:)` for a subclass that overrides
+    /// this initializer, or a reference to it as a function value.
+    @_disfavoredOverload
     public init(_ block: @escaping @Sendable (_ finish: @escaping Continuation) -> Void) {
         self.block = Locked.make(BlockState(body: .continuation(block)))
         super.init()
@@ -81,7 +95,7 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
                 finish(with: error)
             }
         case let .continuation(work)?:
-            let gate = ContinuationGate(operation: self)
+            let gate = ContinuationGate(operation: self, createdAt: block.withLock { $0.createdAt })
             block.withLock { $0.pendingContinuation = gate }
             work { error in gate.resume(error) }
             let cancelledMeanwhile = block.withLock { state -> Bool in
@@ -129,17 +143,21 @@ final class ContinuationGate: Sendable {
     private struct State {
         var operation: AsyncBlockOperation?
         var wasCalled = false
+        /// The queue the operation runs on, for a diagnostic once the gate has let go of it.
+        weak var queue: OperationQueue?
     }
 
     private let state: Locked<State>
     /// What names the operation in a diagnostic once the gate has let go of it.
     private let operationName: String?
     private let operationType: AsyncBlockOperation.Type
+    private let createdAt: CallSite?
 
-    init(operation: AsyncBlockOperation) {
-        state = Locked.make(State(operation: operation))
+    init(operation: AsyncBlockOperation, createdAt: CallSite?) {
+        state = Locked.make(State(operation: operation, queue: operation.queueForMessages))
         operationName = operation.name
         operationType = type(of: operation)
+        self.createdAt = createdAt
     }
 
     func resume(_ error: (any Error)?) {
@@ -151,14 +169,20 @@ final class ContinuationGate: Sendable {
             return (state.operation, state.wasCalled)
         }
         if calledBefore {
-            OperationDiagnostics.handler(OperationDiagnostic(
-                kind: .continuationCalledTwice,
-                operationName: operationName ?? String(describing: operationType),
-                message: "the continuation was called a second time; the call was ignored"
-            ))
+            reportSecondCall(dropping: error.map { [$0] } ?? [], queue: state.withLock { $0.queue })
             return
         }
-        operation?.finish(with: error)
+        operation?.finish(errors: error.map { [$0] } ?? [], by: .continuation(createdAt: createdAt))
+    }
+
+    private func reportSecondCall(dropping errors: [any Error], queue: OperationQueue?) {
+        let block = createdAt.map { " of the block created at \($0)" } ?? ""
+        OperationDiagnostics.handler(OperationDiagnostic(
+            kind: .continuationCalledTwice,
+            operationName: operationName ?? String(describing: operationType),
+            queueNames: queue.map { [$0.displayName] } ?? [],
+            message: "the continuation\(block) was called a second time; the call was ignored \(AsyncOperation.whatWasLost(errors))"
+        ))
     }
 
     /// The operation finished (for instance, cancelled): drop it, so a late call does nothing.

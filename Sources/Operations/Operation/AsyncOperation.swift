@@ -193,15 +193,29 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     ///
     /// Call it exactly once when the work is done, from any thread. The first call wins; later
     /// calls change nothing (and, unless the operation was cancelled, report a
-    /// `.finishedTwice` diagnostic). Observers hear `operationDidFinish`, then the operation
-    /// becomes `isFinished`, frees its categories and lets its dependents proceed.
+    /// `.finishedTwice` diagnostic that names the error the late call dropped and, through
+    /// `file` and `line`, where that call was made). Observers hear `operationDidFinish`, then
+    /// the operation becomes `isFinished`, frees its categories and lets its dependents proceed.
+    public final func finish(with error: (any Error)? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        finish(errors: error.map { [$0] } ?? [], by: .finish(CallSite(file: file, line: line)))
+    }
+
+    /// Finishes the operation, adding `error` (if any) to its `errors`: `finish(with:file:line:)`
+    /// as a function value (`completion: operation.finish(with:)`), which has no call site to
+    /// report.
+    @_disfavoredOverload
     public final func finish(with error: (any Error)? = nil) {
         finish(errors: error.map { [$0] } ?? [])
     }
 
-    final func finish(errors newErrors: [any Error]) {
+    final func finish(errors newErrors: [any Error], by call: FinishCall = .framework) {
         withExtendedLifetime(self) {
-            perform(lifecycle.withLock { $0.finish(errors: newErrors) })
+            let action = lifecycle.withLock { $0.finish(errors: newErrors) }
+            if case .reportDuplicate = action {
+                reportIgnoredFinish(call, dropping: newErrors)
+            } else {
+                perform(action)
+            }
         }
     }
 
@@ -210,7 +224,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         case .none:
             break
         case .reportDuplicate:
-            OperationDiagnostics.report(.finishedTwice, self, "finish(with:) was called on an operation that had already finished; the call was ignored")
+            reportIgnoredFinish(.framework, dropping: [])
         case let .deliver(observers, errors, mayBeHeld):
             if mayBeHeld, isFinishHeldBack() { return }
             guard !observers.isEmpty else {

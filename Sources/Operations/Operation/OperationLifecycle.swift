@@ -99,6 +99,8 @@ struct OperationLifecycle {
     private(set) var queue: AsyncOperationQueue?
     /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
     private(set) weak var foreignQueue: OperationQueue?
+    /// The queue it ran on, once finished: only for messages about a late call.
+    private(set) weak var finishedOn: OperationQueue?
     /// The mutually exclusive categories its conditions name, recorded when they are evaluated.
     private(set) var categories: [String] = []
     /// What a condition evaluation collects beyond plain data: the failures so far...
@@ -1048,6 +1050,7 @@ struct OperationLifecycle {
         state = .finished(placement)
         conditionFailures = []
         laterAwaited = []
+        finishedOn = queue ?? foreignQueue
         queue = nil
         foreignQueue = nil
         dependencies = []

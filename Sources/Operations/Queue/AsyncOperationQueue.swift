@@ -280,9 +280,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         let ticket = engine.tickets.next()
         if operation.isFinished || operation.isExecuting {
-            OperationDiagnostics.report(.addedAfterFinishing, operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
-        } else if PlainOperationRegistry.register(operation, ticket: ticket) != nil {
-            OperationDiagnostics.report(.addedTwice, operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
+            reportRefusedAdd(.addedAfterFinishing, of: operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
+        } else if PlainOperationRegistry.register(operation, on: self, ticket: ticket) != nil {
+            reportRefusedAdd(.addedTwice, of: operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
             context.logger?.log(.added, of: operation, on: self)
             context.group?.childWasAdmitted(operation)
@@ -298,7 +298,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let ticket = engine.tickets.next()
         switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) }) {
         case let .reject(kind, message):
-            OperationDiagnostics.report(kind, operation, message)
+            reportRefusedAdd(kind, of: operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
             if context.logger != nil { operation.logIfLogging(.added) }

@@ -8,6 +8,8 @@ enum PlainOperationRegistry {
     private struct Entry {
         weak var operation: Operation?
         let ticket: UInt64
+        /// The queue it was given to, for messages.
+        weak var queue: OperationQueue?
     }
 
     private struct Table {
@@ -24,17 +26,17 @@ enum PlainOperationRegistry {
         case alreadyAdded
     }
 
-    /// Records `operation` as added with `ticket`, in one step under the lock, so that of several
+    /// Records `operation` as added to `queue` with `ticket`, in one step under the lock, so that of several
     /// threads adding the same operation at once exactly one succeeds. Once recorded, an operation
     /// is refused for as long as it lives: Foundation traps on an operation that is on a queue,
     /// executing or finished.
-    static func register(_ operation: Operation, ticket: UInt64) -> Refusal? {
+    static func register(_ operation: Operation, on queue: OperationQueue, ticket: UInt64) -> Refusal? {
         let id = ObjectIdentifier(operation)
         return table.withLock { table -> Refusal? in
             if let previous = table.entries[id]?.operation, previous === operation {
                 return .alreadyAdded
             }
-            table.entries[id] = Entry(operation: operation, ticket: ticket)
+            table.entries[id] = Entry(operation: operation, ticket: ticket, queue: queue)
             if table.entries.count >= table.pruneThreshold {
                 table.entries = table.entries.filter { $0.value.operation != nil }
                 table.pruneThreshold = max(1024, table.entries.count * 2)
@@ -49,6 +51,16 @@ enum PlainOperationRegistry {
         return table.withLock { table in
             guard let entry = table.entries[id], entry.operation === operation else { return nil }
             return entry.ticket
+        }
+    }
+
+    /// The queue `operation` was given to, if it went through an `AsyncOperationQueue` that is
+    /// still alive.
+    static func queue(of operation: Operation) -> OperationQueue? {
+        let id = ObjectIdentifier(operation)
+        return table.withLock { table in
+            guard let entry = table.entries[id], entry.operation === operation else { return nil }
+            return entry.queue
         }
     }
 }

@@ -7,12 +7,14 @@ extension AsyncOperation {
     /// returns once `isFinished` is true, at once if it already is; any number of tasks may wait
     /// for the same operation.
     ///
-    /// Cancelling the waiting task cancels the operation, and the call still returns only once the
-    /// operation has finished (as a cancelled operation on a queue does promptly, unless its
-    /// `execute()` ignores cancellation), throwing `CancellationError`. An operation that is on no
-    /// queue yet finishes when it is added; if it is still on none a second after the wait began,
-    /// an `.awaitedOffQueue` diagnostic says so (to add and await in one call, use
-    /// `AsyncOperationQueue.run(_:)`).
+    /// Cancelling the waiting task cancels the operation. On a queue, the call returns once the
+    /// cancelled operation has finished (as it does promptly, unless its `execute()` ignores
+    /// cancellation, or its queue is suspended: then the call returns at once). On no queue,
+    /// nothing would ever finish it, so the call returns at once, throwing `CancellationError`,
+    /// and reports `.awaitedOffQueue`; the operation stays cancelled and finishes as soon as it is
+    /// added to a queue or started. An operation still on no queue
+    /// a second after the wait began is reported as `.awaitedOffQueue` too (to add and await in
+    /// one call, use `AsyncOperationQueue.run(_:)`).
     ///
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
@@ -22,30 +24,54 @@ extension AsyncOperation {
     /// try await upload.finished()
     /// ```
     public final func finished() async throws {
-        await suspendUntilFinished()
+        guard await suspendUntilFinished() else { throw CancellationError() }
         if let failure { throw failure }
     }
 
-    /// Suspends until the operation has finished; cancelling the task cancels the operation.
-    final func suspendUntilFinished() async {
-        warnIfStillOffQueue(after: 1)
+    /// Suspends until the operation has finished, and returns `true`; cancelling the task cancels
+    /// the operation. Returns `false` at once, without waiting for the finish, when the task is
+    /// cancelled while nothing would finish the operation soon (on no queue, or waiting on a
+    /// suspended queue).
+    final func suspendUntilFinished() async -> Bool {
+        let wait = FinishWait()
+        warnIfStillOffQueue(after: 1, while: wait)
         let listener = FinishListener()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                listener.listen(to: self) { continuation.resume() }
+                wait.suspend(continuation)
+                listener.listen(to: self) { wait.end(finished: true) }
             }
         } onCancel: {
             self.cancel()
+            self.abandonIfNothingFinishesIt(wait)
         }
         listener.stop() // also keeps the listener alive until here: the operation holds it weakly
+        return wait.endedWithFinish
+    }
+
+    /// The waiting task was cancelled, and so the operation: ends the wait now if nothing would
+    /// finish the operation soon. On no queue, nothing does until it is added (reported); handed
+    /// to a suspended queue's Foundation side, it finishes only once Foundation starts it, after
+    /// the queue resumes.
+    private func abandonIfNothingFinishesIt(_ wait: FinishWait) {
+        let (phase, queue) = lifecycle.withLock { ($0.phase, $0.queue) }
+        switch phase {
+        case .initialized:
+            guard wait.end(finished: false) else { return }
+            OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
+        case .ready where queue?.isSuspended == true:
+            wait.end(finished: false)
+        default:
+            break
+        }
     }
 
     /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on
-    /// no queue now and still `delay` seconds later, report it.
-    private func warnIfStillOffQueue(after delay: TimeInterval) {
+    /// no queue now and still `delay` seconds later, with the wait still on, report it.
+    private func warnIfStillOffQueue(after delay: TimeInterval, while wait: FinishWait) {
         guard lifecycle.withLock({ $0.phase == .initialized }) else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, lifecycle.withLock({ $0.phase == .initialized }) else { return }
+            guard let self, !wait.hasEnded, lifecycle.withLock({ $0.phase == .initialized }) else { return }
             OperationDiagnostics.report(.awaitedOffQueue, self, "the operation is awaited but is on no queue: it finishes only once it is added to one (or started); AsyncOperationQueue.run(_:) adds and awaits in one call")
         }
     }
@@ -55,7 +81,8 @@ extension ResultOperation {
     /// The operation's output, once it has finished; waits without blocking a thread.
     ///
     /// Like `finished()`, it does not run the operation, and cancelling the waiting task cancels
-    /// the operation.
+    /// the operation (and ends the wait at once, throwing `CancellationError`, if the operation is
+    /// on no queue).
     ///
     /// - Throws: what `finished()` throws; an operation that finished without errors, without
     ///   being cancelled and without an output throws `AsyncOperationError.finishedWithoutOutput`.
@@ -69,7 +96,7 @@ extension ResultOperation {
     /// ```
     public final var value: Output {
         get async throws {
-            await suspendUntilFinished()
+            guard await suspendUntilFinished() else { throw CancellationError() }
             return try outcome.get()
         }
     }

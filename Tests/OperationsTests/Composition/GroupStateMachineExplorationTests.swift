@@ -115,8 +115,7 @@ private struct GroupModel {
                 check: { $0.checkInvariants($1) },
                 checkTerminal: { $0.checkTerminal($1) }
             )
-            print("GroupStateMachine exploration, \(children) children (\(failing.count) failing): \(report)")
-            #expect(report.terminalStates > 0)
+            #expect(report.terminalStates > 0, "GroupStateMachine exploration, \(children) children (\(failing.count) failing): \(report)")
             total += report.states
         }
         #expect(total > 500) // the scopes really branch

@@ -183,8 +183,7 @@ private struct ExclusivityModel {
                 check: { $0.checkInvariants($1) },
                 checkTerminal: { $0.checkTerminal($1) }
             )
-            print("ExclusivityState exploration, \(name): \(report)")
-            #expect(report.terminalStates > 0)
+            #expect(report.terminalStates > 0, "ExclusivityState exploration, \(name): \(report)")
             total += report.states
         }
         #expect(total > 5_000) // the scopes really branch

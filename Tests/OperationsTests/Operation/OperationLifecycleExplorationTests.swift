@@ -1044,7 +1044,7 @@ private func explore(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug
 
 private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = KnownBug.all) {
     let result = explore(scope, checking: checkedBugs)
-    print("OperationLifecycle exploration, \(scope.name): \(result.states) states, \(result.terminals) terminal")
+    #expect(result.terminals > 0, "OperationLifecycle exploration, \(scope.name): \(result.states) states, \(result.terminals) terminal")
     if let (violations, path) = result.counterexample {
         Issue.record("""
             \(scope.name): \(violations.joined(separator: "; "))

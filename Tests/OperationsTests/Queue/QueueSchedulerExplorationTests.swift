@@ -350,8 +350,7 @@ private struct SchedulerModel {
                 check: { $0.checkInvariants($1) },
                 checkTerminal: { $0.checkTerminal($1) }
             )
-            print("QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
-            #expect(report.terminalStates > 0)
+            #expect(report.terminalStates > 0, "QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
             total += report.states
         }
         #expect(total > 1_000) // the scopes really branch

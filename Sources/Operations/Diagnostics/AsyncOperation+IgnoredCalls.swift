@@ -1,0 +1,51 @@
+import Foundation
+
+/// Where a call was made in the user's code (`#fileID` and `#line`), for a message about it.
+struct CallSite: Sendable, CustomStringConvertible {
+    let file: StaticString
+    let line: UInt
+
+    var description: String {
+        "\(file):\(line)"
+    }
+}
+
+/// Who asked an operation to finish, for the message when the request is ignored.
+enum FinishCall: Sendable {
+    /// The framework itself (or `finish(with:)` used as a function value): no call site.
+    case framework
+    /// `finish(with:)`, called there.
+    case finish(CallSite)
+    /// The continuation of an `AsyncBlockOperation` whose block was created there.
+    case continuation(createdAt: CallSite?)
+}
+
+extension AsyncOperation {
+    /// Reports a finish that came after the operation had finished: where it was called and what
+    /// it tried to add, which is lost.
+    func reportIgnoredFinish(_ call: FinishCall, dropping errors: [any Error]) {
+        let who: String
+        switch call {
+        case .framework:
+            who = "finish(with:) was called"
+        case let .finish(site):
+            who = "finish(with:) was called at \(site)"
+        case let .continuation(site):
+            who = "the continuation" + (site.map { " of the block created at \($0)" } ?? "") + " was called"
+        }
+        OperationDiagnostics.report(.finishedTwice, self, "\(who) on an operation that had already finished; the call was ignored \(Self.whatWasLost(errors))")
+    }
+
+    /// What an ignored call lost: `and its error, X, was dropped`, or that it carried none.
+    static func whatWasLost(_ errors: [any Error]) -> String {
+        switch errors.count {
+        case 0: "(it passed no error: nothing was lost)"
+        case 1: "and the error it passed was dropped: \(describe(errors[0]))"
+        default: "and the errors it passed were dropped: " + errors.map(describe).joined(separator: "; ")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        String(describing: error)
+    }
+}
