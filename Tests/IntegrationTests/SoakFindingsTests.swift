@@ -15,15 +15,16 @@ struct SoakFindingsTests {
     // API.md semantics 2: "Overlapping categories, and categories needed by children of groups
     // that hold a queue's slots, never deadlock."
     //
-    // Cause: a waiter needing two categories stands in both lines once its dependencies finished.
-    // `ExclusivityState.canGrant` grants only to the waiter first in every one of its lines, and
-    // `acquireAlone` (and the several-category path) queue everyone behind a first waiter, even
-    // when that waiter cannot be granted because another of its categories is held. `LinePlace`
-    // puts a group's children where their group stands, which protects them from waiters added
-    // after the group, but not from a waiter added before it that reaches the lines only after
-    // the group was granted (here: once its dependency finished). That waiter then blocks the
-    // group's child in the free category's line while it waits for the group's category: the
-    // group waits for its child, the child for the waiter, the waiter for the group.
+    // Cause (Sources/Operations/Exclusivity/ExclusivityState.swift): an operation free to run
+    // that needs two categories and cannot have both (`acquire`, several categories, ends in
+    // `enterLines`) stands in both lines, also in the line of the category that is free;
+    // `canGrant` grants only to the waiter first in every one of its lines, and `acquireAlone`
+    // queues everyone behind a first waiter. `LinePlace` puts a group's children where their
+    // group stands, which protects them from waiters added after the group, but not from a waiter
+    // added before it that asks only after the group was granted (here: once its dependency
+    // finished). That waiter then keeps the group's child out of the free category while it
+    // waits for the group's: the group waits for its child, the child for the waiter, the
+    // waiter for the group. The soak hit it in about one round in three (1,000 operations each).
     @Test
     func waiterAddedBeforeAGroup_reachingTheLinesAfterIt_doesNotShutOutTheGroupsChild() {
         // Given a waiter W needing categories A and B, added first, whose dependency is still
@@ -61,5 +62,63 @@ struct SoakFindingsTests {
         #expect(finished, "deadlock: \(queue.debugDescription); child: \(child.debugDescription)")
         if !finished { group.cancel() } // let the rest of the suite go on
         #expect(waitUntilFinished([group, child, waiter]))
+    }
+
+    // Soak round seed 5130498868117804264 (with categories in any order; the reduction holds
+    // with them in one order). `LinePlace` says a group's children stand where their outermost
+    // group stands, so that an operation waiting for the group's category never keeps them out
+    // of another one. API.md semantics 2, as in the test above.
+    //
+    // Cause: children handed to `GroupOperation.init(operations:)` (or added before the group is
+    // queued) are admitted while the group has no placement yet:
+    // `AsyncOperationQueue.admit` reads `context.group?.lifecycle.linePlace.root`, which is 0
+    // before the group is enqueued, so `Placement.linePlace` roots the child at its own ticket.
+    // Nothing re-roots it when the group is queued. A group made while others run (a retry's
+    // attempt, a composite's child, a late child) thus has children that stand behind every
+    // operation added before them, among them one waiting for the group's category.
+    @Test
+    func childrenOfAGroupMadeLate_standWhereTheirGroupStands() {
+        // Given an outer group kept running by a held child
+        let a = uniqueName("categoryA")
+        let b = uniqueName("categoryB")
+        let queue = AsyncOperationQueue()
+        let keepRunning = HeldCallback<(any Error)?>()
+        let outer = GroupOperation(operations: [AsyncBlockOperation { finish in keepRunning.hold(finish) }])
+        queue.addOperation(outer)
+        #expect(keepRunning.waitUntilHeld())
+        // and, added after it, a waiter needing A and B whose dependency is still running
+        let dependency = HeldCallback<(any Error)?>()
+        let slow = AsyncBlockOperation { finish in dependency.hold(finish) }
+        let waiter = AsyncBlockOperation {}
+        waiter.addCondition(ExclusiveCategory(a))
+        waiter.addCondition(ExclusiveCategory(b))
+        waiter.addDependency(slow)
+        queue.addOperations([slow, waiter], waitUntilFinished: false)
+        #expect(dependency.waitUntilHeld())
+        // and a group made now and added to the outer one, holding A, whose child needs B once
+        // its sibling finishes
+        let sibling = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
+        let child = AsyncBlockOperation {}
+        child.addCondition(ExclusiveCategory(b))
+        child.addDependency(first)
+        let inner = GroupOperation(operations: [first, child])
+        inner.addCondition(ExclusiveCategory(a))
+        outer.addChild(inner)
+        #expect(sibling.waitUntilHeld())
+
+        // When the waiter lines up for A (held by the inner group) and B, and then the inner
+        // group's first child finishes
+        dependency.call(nil)
+        Thread.sleep(forTimeInterval: 0.05) // lets the waiter line up
+        sibling.call(nil)
+
+        // Then the inner group's child, which stands where the outer group stands (before the
+        // waiter), runs, and everything finishes
+        let finished = waitUntilFinished([inner, child, waiter], timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); child: \(child.debugDescription)")
+        if !finished { inner.cancel() } // let the rest of the suite go on
+        keepRunning.call(nil)
+        #expect(waitUntilFinished([outer, inner, child, waiter]))
     }
 }

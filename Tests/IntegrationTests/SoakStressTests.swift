@@ -15,7 +15,9 @@ import TestSupport
 //   `SilentCondition`, `NoFailedDependencies`, `NoCancelledDependencies`, `ExclusiveCategory`,
 //   `MutuallyExclusive`) and conditions answered later from another thread;
 // - 1 to 3 of 8 categories on any operation, children of groups, cascades, transactions and
-//   retries included (never one an enclosing operation holds: that fails by design);
+//   retries included; never one an enclosing operation holds (that fails by design), and only
+//   categories numbered above those (two groups whose children need each other's categories
+//   would deadlock by design, as locks taken in opposite orders do);
 // - groups nested three deep, `CascadeOperation` and `TransactionOperation` whose cancellation
 //   handlers answer `.cancel`, `.rerun`, `.rerun(after:)` and `.carryOn`, `RetryOperation`;
 // - every observer, the ready-made ones counting each event;
