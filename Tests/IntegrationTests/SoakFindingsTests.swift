@@ -121,4 +121,60 @@ struct SoakFindingsTests {
         keepRunning.call(nil)
         #expect(waitUntilFinished([outer, inner, child, waiter]))
     }
+
+    // Soak round seed 3544456467399370842 (a late child "began although its group never
+    // executed"; a race, rarely replayed). GroupOperation's documentation: children "start when
+    // the group executes; until then they wait"; a group stopped by a failed condition "will
+    // never run" them. API.md semantics 7 ("Children may be added while the group runs").
+    //
+    // Cause (Sources/Operations/Composition/GroupOperation.swift): a group whose condition failed
+    // holds its finish back until its children drain (`holdsFinishWithoutExecuting`: the state
+    // machine moves to `.draining`, then `queue.cancelAllOperations()` and
+    // `queue.isSuspended = false`). `.draining` is not `isDone`, so `addChildren` still admits a
+    // child into the children's queue; `childWasAdmitted` cancels it only `if isCancelled`, which
+    // a group stopped by its condition is not. Added after `cancelAllOperations()` (or after
+    // the queue is resumed), the child is neither cancelled nor held back: it executes, inside a
+    // group that never executed. Here a child's cancel observer holds the drain open so that
+    // the late child arrives inside that window every time.
+    @Test
+    func childAddedWhileAGroupDrainsAfterAFailedCondition_neverExecutes() {
+        // Given a group whose condition will fail, with a child whose cancellation observer
+        // waits until the test lets it go
+        let answer = HeldCallback<ConditionResult>()
+        let cancelling = Signal()
+        let proceed = Signal()
+        let child = AsyncBlockOperation {}
+        child.addObserver(CancelledObserver { _ in
+            cancelling.signal()
+            _ = proceed.wait()
+        })
+        let group = GroupOperation(operations: [child])
+        group.addCondition(AnsweredByTest(answer: answer))
+        AsyncOperationQueue().addOperation(group)
+        #expect(answer.waitUntilHeld())
+
+        // When the condition fails (the group drains its children), and a child is added
+        // while it drains
+        let answered = runOnOwnThread { answer.call(.failed(StubError("condition"))) }
+        #expect(cancelling.wait())
+        let ran = Flag()
+        let late = AsyncBlockOperation { ran.raise() }
+        group.addChild(late)
+        proceed.signal()
+
+        // Then the late child never executes, and everything finishes
+        #expect(answered.wait())
+        #expect(waitUntilFinished([group, child, late]))
+        #expect(!ran.isRaised, "the late child executed inside a group that never executed")
+        #expect(late.isCancelled)
+    }
+}
+
+/// A condition the test answers: its completion is held until the test calls it.
+private struct AnsweredByTest: OperationCondition {
+    let answer: HeldCallback<ConditionResult>
+
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        answer.hold(completion)
+    }
 }

@@ -44,7 +44,12 @@ import TestSupport
 // - OPERATIONS_STRESS_SCALE=small: the small scale, which is also chosen by itself when a
 //   sanitizer is linked into the test process (see `StressScale`);
 // - OPERATIONS_SOAK_SEED=S: replays the round of seed S (printed in every failure), once;
-// - OPERATIONS_SOAK_SUMMARY=1: prints what ran (rounds, operations, seconds) per seed.
+// - OPERATIONS_SOAK_SUMMARY=1: prints what ran (rounds, operations, seconds) per seed;
+// - OPERATIONS_SOAK_DUMP=file: appends every violation of a failed round, in full, to `file`;
+// - OPERATIONS_SOAK_DRAIN_SECONDS=S: how long a round may take to drain (default 120, 300 at the
+//   small scale) before it counts as stuck;
+// - OPERATIONS_SOAK_TRAP_WHEN_STUCK=1: stops the process when a round is stuck, so that the
+//   backtracer prints every thread.
 //
 // Findings the soak made are kept as small tests in SoakFindingsTests.swift.
 

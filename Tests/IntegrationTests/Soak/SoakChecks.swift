@@ -203,7 +203,7 @@ extension SoakReport {
             if let parentExecute = instances[parent].first(.execute) {
                 if parentExecute > began { problem("began before its group i\(parent) executed") }
             } else {
-                problem("began although its group i\(parent) never executed")
+                problem("began although its group never executed: \(describe(parent))")
             }
         }
     }

@@ -102,6 +102,10 @@ enum SoakRound {
         if !drained {
             report.unfinished = ledger.unfinished()
             report.stuckDescriptions = queues.map(\.debugDescription) + stuckOperations(report.unfinished, ledger: ledger, plan: plan)
+            if ProcessInfo.processInfo.environment["OPERATIONS_SOAK_TRAP_WHEN_STUCK"] != nil {
+                // The backtracer then prints every thread: what each one waits for, if anything.
+                fatalError("soak round seed \(plan.seed) stuck:\n" + report.stuckDescriptions.joined(separator: "\n"))
+            }
             // Let the rest of the suite go on: cancel whatever is left.
             queues.forEach { $0.cancelAllOperations() }
             for id in report.unfinished { ledger.operation(id)?.cancel() }
