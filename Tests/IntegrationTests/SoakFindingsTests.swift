@@ -168,6 +168,54 @@ struct SoakFindingsTests {
         #expect(!ran.isRaised, "the late child executed inside a group that never executed")
         #expect(late.isCancelled)
     }
+
+    // Soak round seed 12102467312445753433 (with categories held by containers turned off).
+    // Issue 15, point 1, in another order: API.md semantics 2, "an operation is never granted a
+    // category while it cannot take a slot on its queue". Added together, it fails; added while
+    // the queue is suspended, it passes.
+    //
+    // Cause (Sources/Operations/Queue/QueueScheduler.swift): on a serial queue `admitReady` puts
+    // the group (it needs nothing) in `held` and in the outbox, to be delivered to Foundation when
+    // the add ends. `hasFreeSlot` (`unfinished - held.count < width`) counts held operations as
+    // taking no slot, so while the add is still running the operation added with the group sees
+    // a free slot: its pipeline runs inline (`admit`, `.runPipeline`), the scheduler gives it the
+    // turn (`requestTurn`: nothing in progress, since the group went through the outbox), it is
+    // granted X, and `clearedToRun` (`mayTakeCategories` still true) sends it to the outbox behind
+    // the group. Foundation then runs the group in the only slot while the operation waits in
+    // Foundation's queue holding X, which the group's child needs.
+    @Test(arguments: [SlotScenario.addedTogether, .addedWhileSuspended])
+    func operationAddedWithAGroupOnASerialQueue_takesNoCategoryWhileTheGroupHoldsTheSlot(_ scenario: SlotScenario) {
+        // Given a serial queue, a group whose child needs X once a slow sibling has finished,
+        // and an operation needing X added right after the group
+        let x = uniqueName("X")
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let sibling = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
+        let child = AsyncBlockOperation {}
+        child.addCondition(ExclusiveCategory(x))
+        child.addDependency(first)
+        let group = GroupOperation(operations: [first, child])
+        let later = AsyncBlockOperation {}
+        later.addCondition(ExclusiveCategory(x))
+
+        // When both are added at once (or while the queue is suspended, which is then resumed),
+        // and the slow sibling finishes
+        if scenario == .addedWhileSuspended { queue.isSuspended = true }
+        queue.addOperations([group, later], waitUntilFinished: false)
+        queue.isSuspended = false
+        #expect(sibling.waitUntilHeld())
+        Thread.sleep(forTimeInterval: 0.02) // a chance to take X before the child asks for it
+        sibling.call(nil)
+
+        // Then the child gets X and the group finishes, then the later operation runs
+        let finished = waitUntilFinished([group, later], timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); child: \(child.debugDescription)")
+        if !finished { later.cancel() } // let the rest of the suite go on
+        #expect(waitUntilFinished([group, later]))
+    }
+
+    enum SlotScenario: Sendable { case addedTogether, addedWhileSuspended }
 }
 
 /// A condition the test answers: its completion is held until the test calls it.
