@@ -46,7 +46,7 @@ import TestSupport
 // - OPERATIONS_SOAK_SEED=S: replays the round of seed S (printed in every failure), once;
 // - OPERATIONS_SOAK_SUMMARY=1: prints what ran (rounds, operations, seconds) per seed;
 // - OPERATIONS_SOAK_DUMP=file: appends every violation of a failed round, in full, to `file`;
-// - OPERATIONS_SOAK_DRAIN_SECONDS=S: how long a round may take to drain (default 120, 300 at the
+// - OPERATIONS_SOAK_DRAIN_SECONDS=S: how long a round may take to drain (default 60, 180 at the
 //   small scale) before it counts as stuck;
 // - OPERATIONS_SOAK_TRAP_WHEN_STUCK=1: stops the process when a round is stuck, so that the
 //   backtracer prints every thread.
@@ -78,10 +78,8 @@ struct SoakStressTests {
                 soak round seed \(roundSeed) (round \(round) of seed \(seed); replay: \(Self.seedVariable)=\(roundSeed)): \
                 \(violations.count) violations in \(report.operationCount) operations, first: \(violations.prefix(15))
                 """)
-            if !violations.isEmpty {
-                SoakBudget.dump(violations, seed: roundSeed)
-                break // a broken round may leave categories held
-            }
+            if !violations.isEmpty { SoakBudget.dump(violations, seed: roundSeed) }
+            if !report.recovered { break } // a round stuck for good may leave categories held
         } while !budget.isSpent(operations: operations, since: started)
 
         if ProcessInfo.processInfo.environment["OPERATIONS_SOAK_SUMMARY"] != nil {

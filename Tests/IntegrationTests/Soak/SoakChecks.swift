@@ -69,15 +69,18 @@ extension SoakReport {
         }
     }
 
-    /// Late children whose group reported them, or was reported, as configured too late: the
-    /// group did not wait for them.
-    private var childrenTooLate: Set<Int> {
+    /// Late children their group did not wait for, as the diagnostics say: one that was added
+    /// as its group finished is named itself; children added after the group finished run
+    /// elsewhere and are reported under the group's name (so, of its late children, those that
+    /// finished after it).
+    func lateChildrenNotWaitedFor() -> Set<Int> {
         var result = Set<Int>()
         for diagnostic in diagnostics where diagnostic.kind == .configuredTooLate {
             guard let id = instanceID(named: diagnostic.operationName) else { continue }
             if instances[id].origin == .late { result.insert(id) }
+            let groupFinish = instances[id].finishSequence ?? .max
             for child in instances.indices where instances[child].parent == id && instances[child].origin == .late {
-                result.insert(child)
+                if (instances[child].finishSequence ?? .max) > groupFinish { result.insert(child) }
             }
         }
         return result
@@ -355,7 +358,12 @@ extension SoakReport {
         }
         let executed = instance.first(.execute) != nil
         if executed, instance.count(.didCancel) == 0, !own.isEmpty {
-            problem("has errors beyond its children's: \(own)")
+            let owners = own.compactMap { error -> String? in
+                guard let range = error.range(of: "(i"), let end = error[range.upperBound...].firstIndex(of: ")"),
+                      let owner = Int(error[range.upperBound..<end]), instances.indices.contains(owner) else { return nil }
+                return describe(owner)
+            }
+            problem("has errors beyond its children's: \(own); they come from \(owners)")
         }
     }
 

@@ -14,6 +14,9 @@ struct SoakReport {
     /// Operations that never finished, and what every queue said about itself then.
     var unfinished: [Int] = []
     var stuckDescriptions: [String] = []
+    /// Whether a stuck round finished once everything was cancelled (then the next round can
+    /// run: no category stayed held).
+    var recovered = true
     var queuesDrained = false
     var categoriesStillFree = false
     var chaosDone = false
@@ -21,6 +24,8 @@ struct SoakReport {
     var survivorDescriptions: [String] = []
     var survivingQueues = 0
     var widthChanged = [Bool](repeating: false, count: SoakPlan.queueCount)
+    /// Late children their group did not wait for (see `lateChildrenNotWaitedFor()`).
+    var childrenTooLate = Set<Int>()
     var duration: TimeInterval = 0
 }
 
@@ -31,7 +36,7 @@ enum SoakRound {
     /// How long a round may take to drain before it counts as stuck.
     /// OPERATIONS_SOAK_DRAIN_SECONDS overrides it (shorter, to hunt for more than one finding).
     static let drainTimeout: TimeInterval = ProcessInfo.processInfo.environment["OPERATIONS_SOAK_DRAIN_SECONDS"]
-        .flatMap { TimeInterval($0) } ?? (StressScale.current == .small ? 300 : 120)
+        .flatMap { TimeInterval($0) } ?? (StressScale.current == .small ? 180 : 60)
 
     static func run(_ plan: SoakPlan) -> SoakReport {
         _ = DiagnosticsLog.shared // capture diagnostics from here on
@@ -56,6 +61,7 @@ enum SoakRound {
         report.survivingQueues = queueProbes.filter { $0.object != nil }.count
         (report.instances, report.cancelAlls) = ledger.snapshot
         report.diagnostics = DiagnosticsLog.shared.diagnostics(aboutNamesWithPrefix: tag)
+        report.childrenTooLate = report.lateChildrenNotWaitedFor()
         report.duration = Date().timeIntervalSince(started)
         return report
     }
@@ -109,7 +115,7 @@ enum SoakRound {
             // Let the rest of the suite go on: cancel whatever is left.
             queues.forEach { $0.cancelAllOperations() }
             for id in report.unfinished { ledger.operation(id)?.cancel() }
-            _ = waitUntil(timeout: 10) { ledger.unfinished().isEmpty }
+            report.recovered = waitUntil(timeout: 30) { ledger.unfinished().isEmpty }
         }
         report.queuesDrained = waitUntil(timeout: 10) { queues.allSatisfy { $0.allOperationCount == 0 } }
         if drained {
