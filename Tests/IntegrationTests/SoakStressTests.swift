@@ -44,6 +44,7 @@ import TestSupport
 // - OPERATIONS_STRESS_SCALE=small: the small scale, which is also chosen by itself when a
 //   sanitizer is linked into the test process (see `StressScale`);
 // - OPERATIONS_SOAK_SEED=S: replays the round of seed S (printed in every failure), once;
+// - OPERATIONS_SOAK_FRESH_SEEDS=1: four fresh seeds instead of the fixed ones and one fresh;
 // - OPERATIONS_SOAK_SUMMARY=1: prints what ran (rounds, operations, seconds) per seed;
 // - OPERATIONS_SOAK_DUMP=file: appends every violation of a failed round, in full, to `file`;
 // - OPERATIONS_SOAK_DRAIN_SECONDS=S: how long a round may take to drain (default 60, 180 at the
@@ -56,8 +57,11 @@ import TestSupport
 @Suite("Soak", .serialized)
 struct SoakStressTests {
     static let seedVariable = "OPERATIONS_SOAK_SEED"
-    /// Fixed seeds, plus one fresh seed per test run (or only the one given in the environment).
-    static let seeds = stressSeeds(fixed: [0x50AC_0001, 0x50AC_CA05, 0x50AC_D1CE], replayVariable: seedVariable)
+    /// Fixed seeds, plus one fresh seed per test run (or only the one given in the environment;
+    /// or, with OPERATIONS_SOAK_FRESH_SEEDS=1, four fresh ones, for soaks run again and again).
+    static let seeds: [UInt64] = ProcessInfo.processInfo.environment["OPERATIONS_SOAK_FRESH_SEEDS"] != nil
+        ? (0..<4).map { _ in UInt64.random(in: .min ... .max) }
+        : stressSeeds(fixed: [0x50AC_0001, 0x50AC_CA05, 0x50AC_D1CE], replayVariable: seedVariable)
 
     @Test(arguments: seeds)
     func randomRounds_keepEveryInvariant(seed: UInt64) {
