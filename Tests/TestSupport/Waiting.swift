@@ -4,6 +4,13 @@ import Foundation
 /// fails only when the event never comes, never because a machine is slow.
 public let generousTimeout: TimeInterval = 30
 
+/// How long a thread that a test blocks on purpose (an operation body waiting for a `Signal`)
+/// waits before it gives up. Far longer than `generousTimeout`: on a loaded 2-core machine the
+/// cooperative pool can be busy with other tests for over a minute, so the test that would let the
+/// thread go may not run again until long after `generousTimeout`. Giving up early would change
+/// what the test sees, not just how long a failing test takes.
+public let blockingTimeout: TimeInterval = 600
+
 /// Waits until `condition` holds, checking every millisecond; `false` if `timeout` passed first.
 @discardableResult
 public func waitUntil(timeout: TimeInterval = generousTimeout, _ condition: () -> Bool) -> Bool {
@@ -21,7 +28,7 @@ public func waitUntilFinished(_ operations: [Operation], timeout: TimeInterval =
     waitUntil(timeout: timeout) { operations.allSatisfy(\.isFinished) }
 }
 
-/// A one-shot signal: `signal()` from any thread, `wait()` with a generous timeout.
+/// A one-shot signal: `signal()` from any thread, `wait()` with a long timeout (`blockingTimeout`).
 public final class Signal: @unchecked Sendable {
     // @unchecked Sendable: DispatchSemaphore is thread-safe.
     private let semaphore = DispatchSemaphore(value: 0)
@@ -33,7 +40,7 @@ public final class Signal: @unchecked Sendable {
     }
 
     /// `true` if signalled before `timeout`.
-    public func wait(timeout: TimeInterval = generousTimeout) -> Bool {
+    public func wait(timeout: TimeInterval = blockingTimeout) -> Bool {
         semaphore.wait(timeout: .now() + timeout) == .success
     }
 }

@@ -109,7 +109,7 @@ import TestSupport
         // A watchdog on a plain thread (the cooperative pool may be busy with other tests) lets
         // a wait that does not end finish after all, so that the test fails instead of hanging.
         let rescued = Counter()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 4 * generousTimeout) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + blockingTimeout / 2) {
             guard !operation.isFinished else { return }
             rescued.increment()
             mayEnd.signal()
