@@ -11,12 +11,26 @@ public let generousTimeout: TimeInterval = 30
 /// what the test sees, not just how long a failing test takes.
 public let blockingTimeout: TimeInterval = 600
 
-/// Waits until `condition` holds, checking every millisecond; `false` if `timeout` passed first.
+/// How many times `waitUntil` and `eventually` check their condition, a millisecond apart, before
+/// they give up, however much time has passed: a thread or task that was kept from running past
+/// its deadline (by a loaded machine) still gives the awaited work a fair chance. A short timeout
+/// (a check that something does not happen) asks for a check per millisecond of it at most.
+public let minimumChecks = 2_000
+
+func requiredChecks(within timeout: TimeInterval) -> Int {
+    Int(min(Double(minimumChecks), max(0, timeout * 1_000)))
+}
+
+/// Waits until `condition` holds, checking every millisecond; `false` if `timeout` passed first
+/// and the condition was checked at least `minimumChecks` times.
 @discardableResult
 public func waitUntil(timeout: TimeInterval = generousTimeout, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
+    let checksNeeded = requiredChecks(within: timeout)
+    var checks = 0
     while !condition() {
-        if Date() > deadline { return false }
+        checks += 1
+        if Date() > deadline, checks >= checksNeeded { return false }
         usleep(1_000)
     }
     return true
