@@ -216,6 +216,114 @@ struct SoakFindingsTests {
     }
 
     enum SlotScenario: Sendable { case addedTogether, addedWhileSuspended }
+
+    // Soak round seed 15645686405784031467 (and 14235827584168086391, with three categories in
+    // a longer circle). API.md semantics 2, as in the first test above.
+    //
+    // Cause (Sources/Operations/Exclusivity/ExclusivityState.swift): a group's child may go ahead
+    // of a waiter held up by its group's tree, but that was checked one step deep: the waiter had
+    // to need a category the tree holds. Here the waiter ahead of the child needs a free category
+    // too, in whose line it stands behind a waiter needing the group's category: it waits for
+    // that one, which waits for the group, which waits for its child. The check now follows the
+    // lines (`isHeldUp(_:byTreeOf:)`), and a change that makes someone free to go ahead lets them
+    // in (`letInWhoeverMayGo()`).
+    @Test
+    func waiterHeldUpByTheGroupThroughAnotherLine_doesNotShutOutTheGroupsChild() {
+        // Given Y needing A and D, then X needing D and B, both added first, each waiting for a
+        // dependency
+        let a = uniqueName("categoryA")
+        let b = uniqueName("categoryB")
+        let d = uniqueName("categoryD")
+        let queue = AsyncOperationQueue()
+        let dependencyOfY = HeldCallback<(any Error)?>()
+        let dependencyOfX = HeldCallback<(any Error)?>()
+        let y = AsyncBlockOperation {}
+        y.addCondition(ExclusiveCategory(a))
+        y.addCondition(ExclusiveCategory(d))
+        y.addDependency(AsyncBlockOperation { finish in dependencyOfY.hold(finish) })
+        let x = AsyncBlockOperation {}
+        x.addCondition(ExclusiveCategory(d))
+        x.addCondition(ExclusiveCategory(b))
+        x.addDependency(AsyncBlockOperation { finish in dependencyOfX.hold(finish) })
+        queue.addOperations(y.dependencies + x.dependencies + [y, x], waitUntilFinished: false)
+        #expect(dependencyOfY.waitUntilHeld() && dependencyOfX.waitUntilHeld())
+        // and a group added after them, holding A, whose child needs B once its sibling finishes
+        let sibling = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
+        let child = AsyncBlockOperation {}
+        child.addCondition(ExclusiveCategory(b))
+        child.addDependency(first)
+        let group = GroupOperation(operations: [first, child])
+        group.addCondition(ExclusiveCategory(a))
+        queue.addOperation(group)
+        #expect(sibling.waitUntilHeld())
+
+        // When Y lines up (for A, held by the group, and for D), then X (for D behind Y, and for
+        // B), and then the group's first child finishes
+        dependencyOfY.call(nil)
+        #expect(waitUntil { y.debugDescription.contains("waiting for categories") })
+        Thread.sleep(forTimeInterval: 0.02)
+        dependencyOfX.call(nil)
+        #expect(waitUntil { x.debugDescription.contains("waiting for categories") })
+        Thread.sleep(forTimeInterval: 0.02)
+        sibling.call(nil)
+
+        // Then everything finishes
+        let finished = waitUntilFinished([group, child, x, y], timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); child: \(child.debugDescription)")
+        if !finished { group.cancel() } // let the rest of the suite go on
+        #expect(waitUntilFinished([group, child, x, y]))
+    }
+
+    // Soak round seed 11248276788689704393. API.md semantics 2: "an operation is never granted a
+    // category while it cannot take a slot on its queue", and categories needed by children of
+    // groups that hold a queue's slots never deadlock.
+    //
+    // Cause: the slot is checked when the category is granted, but a queue's width may shrink
+    // afterwards. An operation granted X and handed to Foundation, not yet started, then waited
+    // for a slot that a group held until its child got X. A queue that narrows now has such
+    // operations give their categories back (`yieldCategoriesUntilStarted()`); Foundation starts
+    // them later, and they ask again first. In the soak the operation was caught in the short
+    // moment between the hand-off and Foundation's start; here a plain operation (which the
+    // engine's slot count does not see) keeps it waiting in Foundation's queue.
+    @Test
+    func queueNarrowedWhileAnOperationHoldsACategoryUnstarted_doesNotShutOutAGroupsChild() {
+        // Given a queue of width 2 running a group whose child needs X once its sibling finished,
+        // and a plain operation in the other slot
+        let x = uniqueName("X")
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let sibling = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
+        let child = AsyncBlockOperation {}
+        child.addCondition(ExclusiveCategory(x))
+        child.addDependency(first)
+        let group = GroupOperation(operations: [first, child])
+        queue.addOperation(group)
+        #expect(sibling.waitUntilHeld())
+        let plainStarted = Signal()
+        let plainMayEnd = Signal()
+        queue.addOperation(BlockOperation { plainStarted.signal(); _ = plainMayEnd.wait() })
+        #expect(plainStarted.wait())
+        // and an operation needing X, granted it and waiting in Foundation's queue for a slot
+        let later = AsyncBlockOperation {}
+        later.addCondition(ExclusiveCategory(x))
+        queue.addOperation(later)
+        #expect(waitUntil { queue.operations.contains(later) })
+
+        // When the queue narrows to one slot (the group's), the plain operation ends, and the
+        // group's first child finishes
+        queue.maxConcurrentOperationCount = 1
+        plainMayEnd.signal()
+        sibling.call(nil)
+
+        // Then the child gets X, the group finishes, and the operation runs after it
+        let finished = waitUntilFinished([group, later], timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); child: \(child.debugDescription)")
+        if !finished { later.cancel() } // let the rest of the suite go on
+        #expect(waitUntilFinished([group, later]))
+        #expect(later.errors.isEmpty && !later.isCancelled)
+    }
 }
 
 /// A condition the test answers: its completion is held until the test calls it.

@@ -17,7 +17,9 @@ final class ExclusivityController: Sendable {
     /// Asks for `categories` for `operation`, which is free to run (its conditions passed, its
     /// queue has a slot for it).
     func acquire(_ categories: [String], for operation: AsyncOperation, place: LinePlace) -> ExclusivityState.Acquisition {
-        state.withLock { $0.acquire(ExclusivityState.Request(place: place, operation: operation, categories: categories)) }
+        let answer = state.withLock { $0.acquire(ExclusivityState.Request(place: place, operation: operation, categories: categories)) }
+        if case let .waits(letIn) = answer { grant(letIn) }
+        return answer
     }
 
     /// Gives `categories` back and lets the next operations in.
@@ -64,9 +66,9 @@ final class ExclusivityController: Sendable {
     }
 }
 
-/// The operations a release or a withdrawal let in, to be told outside the lock. One is the
-/// common case, and needs no array.
-enum Granted {
+/// The operations a release, a withdrawal or a new waiter let in, to be told outside the lock.
+/// One is the common case, and needs no array.
+enum Granted: Equatable {
     case none
     case one(AsyncOperation)
     case several([AsyncOperation])
@@ -77,6 +79,10 @@ enum Granted {
         case 1: self = .one(operations[0])
         default: self = .several(operations)
         }
+    }
+
+    static func == (lhs: Granted, rhs: Granted) -> Bool {
+        lhs.all.map(ObjectIdentifier.init) == rhs.all.map(ObjectIdentifier.init)
     }
 
     var all: [AsyncOperation] {

@@ -15,6 +15,13 @@ struct CategoryStanding {
 /// conditions passed, a slot on their queue) ask, so the line orders exactly those. The common
 /// case, one category, touches the category table once per call (this is the hot path of every
 /// exclusive operation).
+///
+/// One exception to the order keeps groups from deadlocking: an operation of a group's tree may go
+/// ahead of a waiter that cannot be granted before that group finishes, because it needs a
+/// category the tree holds, or stands behind such a waiter in one of its lines (see
+/// `isHeldUp(_:byTreeOf:)`). Since any change may make such a waiter (a new one in line, a
+/// release, a withdrawal), every change that leaves a free category with waiters looks again at
+/// every such category (`letInWhoeverMayGo()`).
 struct ExclusivityState: Sendable {
     struct Request {
         let place: LinePlace
@@ -26,8 +33,12 @@ struct ExclusivityState: Sendable {
     enum Acquisition: Equatable {
         /// Every category is held for it now.
         case granted
-        /// It waits in its categories' lines; a release or withdrawal grants it later.
-        case waits
+        /// It waits in its categories' lines; a release or withdrawal grants it later. Standing in
+        /// line, it may have let in others: members of a group's tree that may now go ahead of it.
+        case waits(letIn: Granted)
+
+        /// It waits, and let nobody in.
+        static let waits = Acquisition.waits(letIn: .none)
     }
 
     /// The answer to a withdrawal.
@@ -39,6 +50,7 @@ struct ExclusivityState: Sendable {
     }
 
     private struct Waiter {
+        let place: LinePlace
         let operation: AsyncOperation
         let categories: [String]
     }
@@ -80,7 +92,7 @@ struct ExclusivityState: Sendable {
             return .granted
         }
         enterLines(request)
-        return .waits
+        return .waits(letIn: Granted(letInWhoeverMayGo()))
     }
 
     mutating func release(_ names: [String]) -> Granted {
@@ -90,7 +102,7 @@ struct ExclusivityState: Sendable {
         for name in names {
             categories[name]?.holder = nil
         }
-        return Granted(grantWaiters(in: names))
+        return Granted(grantWaiters(in: names) + letInWhoeverMayGo())
     }
 
     /// Takes the waiter at `place` out of `names`' lines (it finished, or its queue was
@@ -100,28 +112,50 @@ struct ExclusivityState: Sendable {
         for name in names {
             if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
         }
-        return wasInLine ? .withdrew(granted: Granted(grantWaiters(in: names))) : .notInLine
+        return wasInLine ? .withdrew(granted: Granted(grantWaiters(in: names) + letInWhoeverMayGo())) : .notInLine
     }
 
     // MARK: Who may go ahead
 
     /// Whether an operation at `place` may have `category`, free, before the waiters in its line:
-    /// none stands ahead of it, or every one ahead is held up by the operation's own tree (a
-    /// category it needs is held by an operation with the same root: its group, or a group
-    /// enclosing it). Such a waiter could not run before that holder finishes, and the holder
-    /// may be a group waiting for this very operation, its child: making the child wait for the
-    /// waiter would close a circle. (Waiters added after the group stand behind its children
-    /// anyway: see `LinePlace`.)
+    /// none stands ahead of it, or every one ahead is held up by the operation's own tree (see
+    /// `isHeldUp(_:byTreeOf:)`). Such a waiter could not run before the tree's group finishes,
+    /// and that group may be waiting for this very operation, its child: making the child wait
+    /// for the waiter would close a circle. (Waiters added after the group stand behind its
+    /// children anyway: see `LinePlace`.)
     private func mayGoAhead(in category: Category, place: LinePlace) -> Bool {
         guard let first = category.line.first, first.place < place else { return true }
-        return category.line.allAhead(of: place) { isHeldUp($0, byTreeOf: place.root) }
+        var known: [LinePlace: Bool] = [:]
+        return category.line.allAhead(of: place) { isHeldUp($0, byTreeOf: place.root, known: &known) }
     }
 
-    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64) -> Bool {
-        waiter.categories.contains { name in
-            guard let category = categories[name], category.isHeld else { return false }
-            return category.holderRoot == root
+    /// Whether `waiter` cannot be granted before the tree rooted at `root` (a group and everything
+    /// inside it) finishes: a category it needs is held by an operation of that tree, or, in the
+    /// line of a category it needs, a waiter ahead of it is held up so (lines grant in order, so
+    /// it would wait for that one). The soak found the second, longer circle: a group holding A
+    /// whose child waits in B's line behind X; X, needing B and C, waits in C's line behind Y,
+    /// which needs A. Every waiter looked at stands ahead of the one before it, so the search
+    /// ends; `known` remembers the answers of one search.
+    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64, known: inout [LinePlace: Bool]) -> Bool {
+        if let answer = known[waiter.place] { return answer }
+        known[waiter.place] = false
+        var heldUp = false
+        for name in waiter.categories {
+            guard let category = categories[name] else { continue }
+            if category.isHeld, category.holderRoot == root {
+                heldUp = true
+                break
+            }
+            let aheadHeldUp = !category.line.allAhead(of: waiter.place) { ahead in
+                !isHeldUp(ahead, byTreeOf: root, known: &known)
+            }
+            if aheadHeldUp {
+                heldUp = true
+                break
+            }
         }
+        known[waiter.place] = heldUp
+        return heldUp
     }
 
     /// Every category free, and the operation at `place` may go ahead in each line.
@@ -146,7 +180,7 @@ struct ExclusivityState: Sendable {
         let answer = withCategory(name) { category -> LoneAnswer in
             guard !category.isHeld else {
                 if category.line.position(of: request.place) == nil {
-                    category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
+                    category.line.insert(Waiter(place: request.place, operation: request.operation, categories: request.categories), place: request.place)
                 }
                 return .waits
             }
@@ -168,7 +202,7 @@ struct ExclusivityState: Sendable {
             return .granted
         }
         enterLines(request)
-        return .waits
+        return .waits(letIn: Granted(letInWhoeverMayGo()))
     }
 
     private mutating func releaseAlone(_ name: String) -> Granted {
@@ -186,7 +220,7 @@ struct ExclusivityState: Sendable {
             return first.operation
         }
         if needsLook {
-            return Granted(grantWaiters(in: [name]))
+            return Granted(grantWaiters(in: [name]) + letInWhoeverMayGo())
         }
         return granted.map(Granted.one) ?? .none
     }
@@ -210,7 +244,7 @@ struct ExclusivityState: Sendable {
         for name in request.categories {
             withCategory(name) { category in
                 if category.line.position(of: request.place) == nil {
-                    category.line.insert(Waiter(operation: request.operation, categories: request.categories), place: request.place)
+                    category.line.insert(Waiter(place: request.place, operation: request.operation, categories: request.categories), place: request.place)
                 }
             }
         }
@@ -241,6 +275,32 @@ struct ExclusivityState: Sendable {
         }
         for name in names {
             withCategory(name) { _ in }
+        }
+        return granted
+    }
+
+    /// Lets in, in every free category with waiters, the first waiter that can have every
+    /// category it needs now, until nobody else can go. A waiter may become free to go ahead of
+    /// others without any release of its categories (see `isHeldUp(_:byTreeOf:)`), so a change
+    /// anywhere calls this. Free categories with waiters are rare (a line forms behind a holder),
+    /// so this is usually one look at the table.
+    private mutating func letInWhoeverMayGo() -> [AsyncOperation] {
+        var granted: [AsyncOperation] = []
+        var lookAgain = true
+        while lookAgain {
+            lookAgain = false
+            let freeWithWaiters = categories.compactMap { name, category in
+                !category.isHeld && !category.line.isEmpty ? name : nil
+            }
+            for name in freeWithWaiters {
+                guard let line = categories[name]?.line, categories[name]?.isHeld == false else { continue }
+                guard let (place, waiter) = line.first(where: { place, waiter in
+                    canGrant(place: place, categories: waiter.categories)
+                }) else { continue }
+                grant(waiter.categories, to: waiter.operation, at: place)
+                granted.append(waiter.operation)
+                lookAgain = true
+            }
         }
         return granted
     }

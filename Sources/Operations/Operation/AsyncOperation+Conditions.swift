@@ -257,6 +257,21 @@ extension AsyncOperation {
         }
     }
 
+    /// Its queue narrowed while it waited with Foundation for a slot: it gives its categories back
+    /// (see `OperationLifecycle.yieldCategoriesUntilStarted()`).
+    func yieldCategoriesUntilStarted() {
+        let (yield, queue) = lifecycle.withLock { ($0.yieldCategoriesUntilStarted(), $0.queue) }
+        if case let .release(categories) = yield {
+            (queue?.engine ?? .shared).exclusivity.release(categories)
+        }
+    }
+
+    /// Started by Foundation after it gave its categories back: asks for them again, in the line
+    /// it stood in, without parking (it holds a slot of Foundation's already).
+    func acquireCategoriesOnceStarted(_ categories: [String], lineRoot: UInt64) {
+        acquire(categories, lineRoot: lineRoot)
+    }
+
     /// Granted its categories while its queue is suspended, or just as its queue's last slot was
     /// taken: it gives them back (to whoever can run) and asks again when it may.
     func giveBackCategories() {
@@ -299,8 +314,8 @@ extension AsyncOperation {
             break
         case let .handOff(queue, ticket, holdsCategories):
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
-        case let .startExecuting(observers):
-            beginExecution(observers: observers, queue: nil) // started by hand: on no queue of ours
+        case let .startExecuting(observers, queue):
+            beginExecution(observers: observers, queue: queue) // started by hand: on no queue of ours
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
         }

@@ -160,6 +160,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 let ticket = OperationsEngine.shared.tickets.next() // started by hand: on no queue of ours
                 lifecycle.withLock { $0.startedOn(callerQueue, ticket: ticket) }
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
+            case let .acquireCategories(categories, lineRoot):
+                acquireCategoriesOnceStarted(categories, lineRoot: lineRoot)
             case let .reportOutOfTurn(message):
                 OperationDiagnostics.report(.startedOutOfTurn, self, message)
             }

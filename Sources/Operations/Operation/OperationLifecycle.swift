@@ -705,7 +705,9 @@ struct OperationLifecycle {
         /// Give it to the queue, which hands it to Foundation (or, suspended or out of slots, has
         /// it give its categories back first).
         case handOff(queue: AsyncOperationQueue?, ticket: UInt64, holdsCategories: Bool)
-        case startExecuting(observers: [any OperationObserver])
+        /// Started by its caller (or by Foundation after it gave its categories back): execute
+        /// now, telling `queue` (its own, if Foundation started it there) it started.
+        case startExecuting(observers: [any OperationObserver], queue: AsyncOperationQueue?)
         /// The operation already finished; give these categories straight back.
         case releaseAtOnce([String])
         case none
@@ -732,7 +734,7 @@ struct OperationLifecycle {
         if placement.startedByCaller {
             state = .executing(placement, standing)
             notificationsInFlight += 1
-            return .startExecuting(observers: observers)
+            return .startExecuting(observers: observers, queue: placement.wasHandedOff ? queue : nil)
         }
         placement.wasHandedOff = true
         state = .ready(placement, standing, finishRequested: false)
@@ -758,6 +760,25 @@ struct OperationLifecycle {
         placement.wasHandedOff = false
         state = .waitingForCategories(placement, standing)
         return .release(categories, queue: queue, ticket: placement.ticket)
+    }
+
+    /// What an operation waiting with Foundation for a slot does when its queue narrows.
+    enum Yield {
+        case none
+        /// Give these categories back; it asks for them again once Foundation starts it.
+        case release([String])
+    }
+
+    /// Its queue narrowed while it waited with Foundation for a slot, holding its categories. It
+    /// gives them back, so that nothing waits for them behind a slot that may not free up (a
+    /// group holding the queue's last slot, whose child needs one of them, say), and asks for
+    /// them again once Foundation starts it (see `start()`).
+    mutating func yieldCategoriesUntilStarted() -> Yield {
+        guard case .ready(let placement, var standing, false) = state, standing.holds, placement.wasHandedOff,
+              !isCancelled, !categories.isEmpty else { return .none }
+        standing.holds = false
+        state = .ready(placement, standing, finishRequested: false)
+        return .release(categories)
     }
 
     // MARK: - Standing in category lines
@@ -826,13 +847,21 @@ struct OperationLifecycle {
         case finish(FinishAction)
         case finishNotReady
         case runPipelineInline([any OperationCondition])
+        /// Started by Foundation after it gave its categories back (its queue narrowed): it asks
+        /// for them again, standing where it stood, and executes once granted.
+        case acquireCategories([String], lineRoot: UInt64)
         case reportOutOfTurn(String)
     }
 
     mutating func start() -> StartAction {
         switch state {
-        case let .ready(placement, standing, finishRequested):
+        case .ready(var placement, let standing, let finishRequested):
             if isCancelled || finishRequested { return .finish(beginFinishing(adding: [])) }
+            if !standing.holds && !categories.isEmpty {
+                placement.startedByCaller = true // Foundation started it: it waits as executing
+                state = .waitingForCategories(placement, standing)
+                return .acquireCategories(categories, lineRoot: placement.lineRoot)
+            }
             state = .executing(placement, standing)
             notificationsInFlight += 1
             return .execute(observers: observers, queue: queue)

@@ -511,9 +511,24 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     open override var maxConcurrentOperationCount: Int {
         get { super.maxConcurrentOperationCount }
         set {
+            let narrower = Self.isNarrower(newValue, than: super.maxConcurrentOperationCount)
             super.maxConcurrentOperationCount = newValue
             perform(state.withLock { $0.scheduler.setWidth(newValue) })
+            if narrower {
+                // Operations that Foundation has not started may now wait long for a slot, maybe
+                // for one a group holds until its child gets their categories: they give them
+                // back, and ask again once started.
+                for case let operation as AsyncOperation in super.operations {
+                    operation.yieldCategoriesUntilStarted()
+                }
+            }
         }
+    }
+
+    /// Whether `width` lets fewer operations run at once than `previous` (negative: no limit).
+    private static func isNarrower(_ width: Int, than previous: Int) -> Bool {
+        guard width >= 0 else { return false }
+        return previous < 0 || width < previous
     }
 
     /// The operations on the queue that have not finished, in the order they were added, including

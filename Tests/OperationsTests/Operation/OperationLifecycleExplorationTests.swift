@@ -167,7 +167,7 @@ private enum Grant: Hashable, CustomStringConvertible {
         case .none: self = .none
         case .releaseAtOnce: self = .releaseAtOnce
         case let .handOff(_, _, holds): self = .handOff(holdsCategories: holds)
-        case let .startExecuting(observers): self = .startExecuting(observers: observers.count)
+        case let .startExecuting(observers, _): self = .startExecuting(observers: observers.count)
         }
     }
 
@@ -568,6 +568,8 @@ private struct Explorer {
             return [.finish(errors: ["notReady"])]
         case .runPipelineInline:
             return [.finishEnqueuing]
+        case .acquireCategories:
+            return [.acquire(hasCategories: true, suspensionJustChecked: true)] // started by Foundation: asks without parking
         }
     }
 
