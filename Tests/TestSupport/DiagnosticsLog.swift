@@ -27,6 +27,13 @@ public final class DiagnosticsLog: @unchecked Sendable {
         return entries.filter { $0.operationName == operationName }
     }
 
+    /// Every diagnostic reported so far about operations whose names start with `prefix`.
+    public func diagnostics(aboutNamesWithPrefix prefix: String) -> [OperationDiagnostic] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.filter { $0.operationName.hasPrefix(prefix) }
+    }
+
     /// The kinds reported about `operationName`, in order.
     public func kinds(about operationName: String) -> [OperationDiagnostic.Kind] {
         diagnostics(about: operationName).map(\.kind)

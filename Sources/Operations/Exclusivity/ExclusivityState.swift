@@ -125,24 +125,30 @@ struct ExclusivityState: Sendable {
     /// children anyway: see `LinePlace`.)
     private func mayGoAhead(in category: Category, place: LinePlace) -> Bool {
         guard let first = category.line.first, first.place < place else { return true }
-        var known: [LinePlace: Bool] = [:]
+        var known = HeldUpAnswers()
         return category.line.allAhead(of: place) { isHeldUp($0, byTreeOf: place.root, known: &known) }
     }
 
     /// Whether `waiter` cannot be granted before the tree rooted at `root` (a group and everything
-    /// inside it) finishes: a category it needs is held by an operation of that tree, or, in the
-    /// line of a category it needs, a waiter ahead of it is held up so (lines grant in order, so
-    /// it would wait for that one). The soak found the second, longer circle: a group holding A
-    /// whose child waits in B's line behind X; X, needing B and C, waits in C's line behind Y,
-    /// which needs A. Every waiter looked at stands ahead of the one before it, so the search
-    /// ends; `known` remembers the answers of one search.
-    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64, known: inout [LinePlace: Bool]) -> Bool {
-        if let answer = known[waiter.place] { return answer }
-        known[waiter.place] = false
+    /// inside it) finishes:
+    /// - a category it needs is held by an operation of that tree;
+    /// - or held by an operation of another tree, one of whose waiters is held up so (a group
+    ///   keeps its categories until every child finished);
+    /// - or, in the line of a category it needs, a waiter ahead of it is held up so (lines grant
+    ///   in order, so it would wait for that one).
+    /// The soak found each of these circles: a group holding A whose child waits in B's line
+    /// behind X, which needs B and C and waits in C's line behind Y, which needs A; or a group
+    /// holding A whose child waits for C behind X, which needs B, held by a group whose child
+    /// needs D, held by the first group. `known` remembers the answers of one search (an answer
+    /// still being worked out counts as no, which ends every circle of the search itself).
+    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64, known: inout HeldUpAnswers) -> Bool {
+        if let answer = known.waiters[waiter.place] { return answer }
+        known.waiters[waiter.place] = false
         var heldUp = false
         for name in waiter.categories {
             guard let category = categories[name] else { continue }
-            if category.isHeld, category.holderRoot == root {
+            if category.isHeld,
+               category.holderRoot == root || isTreeHeldUp(category.holderRoot, byTreeOf: root, known: &known) {
                 heldUp = true
                 break
             }
@@ -154,8 +160,31 @@ struct ExclusivityState: Sendable {
                 break
             }
         }
-        known[waiter.place] = heldUp
+        known.waiters[waiter.place] = heldUp
         return heldUp
+    }
+
+    /// Whether a waiter of the tree rooted at `holderRoot` is held up by the tree rooted at `root`.
+    private func isTreeHeldUp(_ holderRoot: UInt64, byTreeOf root: UInt64, known: inout HeldUpAnswers) -> Bool {
+        if let answer = known.trees[holderRoot] { return answer }
+        known.trees[holderRoot] = false
+        var heldUp = false
+        search: for category in categories.values {
+            for waiter in category.line.elements where waiter.place.root == holderRoot {
+                if isHeldUp(waiter, byTreeOf: root, known: &known) {
+                    heldUp = true
+                    break search
+                }
+            }
+        }
+        known.trees[holderRoot] = heldUp
+        return heldUp
+    }
+
+    /// The answers of one search of `isHeldUp(_:byTreeOf:known:)`.
+    private struct HeldUpAnswers {
+        var waiters: [LinePlace: Bool] = [:]
+        var trees: [UInt64: Bool] = [:]
     }
 
     /// Every category free, and the operation at `place` may go ahead in each line.
