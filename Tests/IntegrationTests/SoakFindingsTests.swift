@@ -275,6 +275,67 @@ struct SoakFindingsTests {
         #expect(waitUntilFinished([group, child, x, y]))
     }
 
+    // Soak round seed 11988551622358359245. API.md semantics 2, as in the first test above.
+    //
+    // Cause: the check of the test above looked at the holders of a waiter's categories only when
+    // they were of the asking group's tree. Here the waiter ahead of the second group's child
+    // needs a category held by a first group, whose own child waits for a category the second
+    // group holds: the child waits for the waiter, the waiter for the first group, the first group
+    // for its child, that child for the second group, the second group for its child. A category
+    // held by another tree, one of whose waiters is held up by the asking tree, now holds the
+    // waiter up too (`isTreeHeldUp(_:byTreeOf:known:)`).
+    @Test
+    func waiterHeldUpByAnotherGroupThatWaitsForThisOne_doesNotShutOutTheGroupsChild() {
+        // Given W needing A and E, added first, waiting for a dependency
+        let a = uniqueName("categoryA")
+        let d = uniqueName("categoryD")
+        let e = uniqueName("categoryE")
+        let queue = AsyncOperationQueue()
+        let dependencyOfW = HeldCallback<(any Error)?>()
+        let w = AsyncBlockOperation {}
+        w.addCondition(ExclusiveCategory(a))
+        w.addCondition(ExclusiveCategory(e))
+        w.addDependency(AsyncBlockOperation { finish in dependencyOfW.hold(finish) })
+        queue.addOperations(w.dependencies + [w], waitUntilFinished: false)
+        #expect(dependencyOfW.waitUntilHeld())
+        // and a group holding A whose child needs D, then a group holding D whose child needs E,
+        // each child once its sibling finished
+        let (firstGroup, firstSibling, firstChild) = groupHolding(a, whoseChildNeeds: d)
+        queue.addOperation(firstGroup)
+        #expect(firstSibling.waitUntilHeld())
+        let (secondGroup, secondSibling, secondChild) = groupHolding(d, whoseChildNeeds: e)
+        queue.addOperation(secondGroup)
+        #expect(secondSibling.waitUntilHeld())
+
+        // When W lines up (for A, held by the first group, and for E), the first group's child
+        // lines up for D (held by the second group), and the second group's child asks for E
+        dependencyOfW.call(nil)
+        #expect(waitUntil { w.debugDescription.contains("waiting for categories") })
+        firstSibling.call(nil)
+        #expect(waitUntil { firstChild.debugDescription.contains("waiting for categories") })
+        secondSibling.call(nil)
+
+        // Then everything finishes
+        let everything = [firstGroup, secondGroup, firstChild, secondChild, w]
+        let finished = waitUntilFinished(everything, timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); children: \(firstChild.debugDescription), \(secondChild.debugDescription)")
+        if !finished { secondGroup.cancel() } // let the rest of the suite go on
+        #expect(waitUntilFinished(everything))
+    }
+
+    /// A group holding `held` whose child needs `needed` once a sibling, held by the test,
+    /// finished.
+    private func groupHolding(_ held: String, whoseChildNeeds needed: String) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
+        let sibling = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
+        let child = AsyncBlockOperation {}
+        child.addCondition(ExclusiveCategory(needed))
+        child.addDependency(first)
+        let group = GroupOperation(operations: [first, child])
+        group.addCondition(ExclusiveCategory(held))
+        return (group, sibling, child)
+    }
+
     // Soak round seed 11248276788689704393. API.md semantics 2: "an operation is never granted a
     // category while it cannot take a slot on its queue", and categories needed by children of
     // groups that hold a queue's slots never deadlock.
