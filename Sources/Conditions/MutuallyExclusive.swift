@@ -7,7 +7,9 @@ import Operations
 /// Operations of a category that are otherwise free to run (dependencies finished, conditions
 /// passed, their queue's turn and a free slot) get it in the order they were added to their
 /// queues, on every `AsyncOperationQueue`: an operation still waiting for anything else does not
-/// hold up later ones, and is never granted a category it could not use at once. An operation
+/// hold up later ones, and is never granted a category it could not use at once. (A group's
+/// children may go ahead of an earlier operation that could not run before their group finishes
+/// anyway; see the article "Conditions and mutual exclusion".) An operation
 /// with several mutually exclusive conditions holds all of their categories at once; overlapping
 /// categories never deadlock. Cancelling or failing an operation frees its categories. A waiting
 /// operation occupies no concurrency slot.
