@@ -87,7 +87,9 @@ struct SoakStressTests {
         } while !budget.isSpent(operations: operations, since: started)
 
         if ProcessInfo.processInfo.environment["OPERATIONS_SOAK_SUMMARY"] != nil {
-            print("soak seed \(seed): \(round) rounds, \(operations) operations, \(String(format: "%.1f", Date().timeIntervalSince(started))) s, scale \(StressScale.current)")
+            // Standard error, not `print`: this module's `print` is quiet (see QuietPrint.swift).
+            let line = "soak seed \(seed): \(round) rounds, \(operations) operations, \(String(format: "%.1f", Date().timeIntervalSince(started))) s, scale \(StressScale.current)\n"
+            FileHandle.standardError.write(Data(line.utf8))
         }
     }
 }
