@@ -7,12 +7,12 @@ extension AsyncOperation {
     /// returns once `isFinished` is true, at once if it already is; any number of tasks may wait
     /// for the same operation.
     ///
-    /// Cancelling the waiting task cancels the operation. On a queue, the call returns once the
-    /// cancelled operation has finished (as it does promptly, unless its `execute()` ignores
-    /// cancellation, or its queue is suspended: then the call returns at once). On no queue,
-    /// nothing would ever finish it, so the call returns at once, throwing `CancellationError`,
-    /// and reports `.awaitedOffQueue`; the operation stays cancelled and finishes as soon as it is
-    /// added to a queue or started. An operation still on no queue
+    /// Cancelling the waiting task cancels the operation and ends the wait at once, whatever the
+    /// operation does: the call throws `CancellationError` (or the operation's errors, if the
+    /// cancellation finished it on the spot). The operation finishes on its own, promptly unless
+    /// its `execute()` ignores cancellation or its queue is suspended. On no queue, nothing would
+    /// ever finish it, so the wait also reports `.awaitedOffQueue`; the operation stays cancelled
+    /// and finishes as soon as it is added to a queue or started. An operation still on no queue
     /// a second after the wait began is reported as `.awaitedOffQueue` too (to add and await in
     /// one call, use `AsyncOperationQueue.run(_:)`).
     ///
@@ -29,9 +29,8 @@ extension AsyncOperation {
     }
 
     /// Suspends until the operation has finished, and returns `true`; cancelling the task cancels
-    /// the operation. Returns `false` at once, without waiting for the finish, when the task is
-    /// cancelled while nothing would finish the operation soon (on no queue, or waiting on a
-    /// suspended queue).
+    /// the operation and returns `false` at once, unless that cancellation finished it on the
+    /// spot. A wait whose caller gives up ends, even for an operation that ignores cancellation.
     final func suspendUntilFinished() async -> Bool {
         let wait = FinishWait()
         warnIfStillOffQueue(after: 1, while: wait)
@@ -43,27 +42,19 @@ extension AsyncOperation {
             }
         } onCancel: {
             self.cancel()
-            self.abandonIfNothingFinishesIt(wait)
+            self.abandon(wait)
         }
         listener.stop() // also keeps the listener alive until here: the operation holds it weakly
         return wait.endedWithFinish
     }
 
-    /// The waiting task was cancelled, and so the operation: ends the wait now if nothing would
-    /// finish the operation soon. On no queue, nothing does until it is added (reported); handed
-    /// to a suspended queue's Foundation side, it finishes only once Foundation starts it, after
-    /// the queue resumes.
-    private func abandonIfNothingFinishesIt(_ wait: FinishWait) {
-        let (phase, queue) = lifecycle.withLock { ($0.phase, $0.queue) }
-        switch phase {
-        case .initialized:
-            guard wait.end(finished: false) else { return }
-            OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
-        case .ready where queue?.isSuspended == true:
-            wait.end(finished: false)
-        default:
-            break
-        }
+    /// The waiting task was cancelled, and so the operation: ends the wait now (a finish that the
+    /// cancellation caused on the spot has ended it already). On no queue, nothing would finish the
+    /// operation until it is added, which is reported.
+    private func abandon(_ wait: FinishWait) {
+        guard wait.end(finished: false) else { return }
+        guard lifecycle.withLock({ $0.phase }) == .initialized else { return }
+        OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
     }
 
     /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on

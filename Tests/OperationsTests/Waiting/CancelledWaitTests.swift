@@ -3,10 +3,10 @@ import Operations
 import Testing
 import TestSupport
 
-/// A wait whose task is cancelled ends: at once, with `CancellationError` and a diagnostic, for an
-/// operation on no queue (nothing would ever finish it); once the cancelled operation finished,
-/// for one on a queue. The operation stays cancelled and finishes as soon as it is added or
-/// started.
+/// A wait whose task is cancelled ends at once with `CancellationError`, whatever the operation
+/// does: with a diagnostic for an operation on no queue (nothing would ever finish it), which stays
+/// cancelled and finishes as soon as it is added or started; and for one on a queue, which
+/// finishes on its own, even when its `execute()` ignores the cancellation.
 @Suite struct CancelledWaitTests {
     /// An operation nobody has added to a queue, named for the diagnostics it causes.
     private func operationOnNoQueue() -> (operation: AsyncBlockOperation, ran: Counter) {
@@ -81,7 +81,7 @@ import TestSupport
         #expect(operation.isCancelled)
     }
 
-    @Test func queueRun_inACancelledTask_endsOnceTheCancelledOperationFinished() async {
+    @Test func queueRun_inACancelledTask_endsAtOnce_andTheCancelledOperationFinishes() async {
         let queue = AsyncOperationQueue()
         let started = Counter()
         let operation = AsyncBlockOperation { _ in started.increment() } // finishes only when cancelled
@@ -89,7 +89,28 @@ import TestSupport
         #expect(await eventually { started.current == 1 })
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
-        #expect(operation.isCancelled && operation.isFinished)
+        #expect(operation.isCancelled)
+        #expect(await eventually { operation.isFinished })
+    }
+
+    @Test func onAQueue_aCancelledWaitEndsAtOnce_evenWhenTheOperationIgnoresCancellation() async {
+        // Given an executing operation whose execute() ignores cancellation until the test lets it go
+        let queue = AsyncOperationQueue()
+        let mayEnd = Signal()
+        let started = Counter()
+        let operation = AsyncBlockOperation { started.increment(); _ = mayEnd.wait() }
+        queue.addOperation(operation)
+        #expect(await eventually { started.current == 1 })
+
+        // When a task waiting for it is cancelled
+        let waiting = Task { try await operation.finished() }
+        waiting.cancel()
+
+        // Then the wait ends at once, the operation cancelled but still running
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(operation.isCancelled && !operation.isFinished)
+        mayEnd.signal()
+        #expect(await eventually { operation.isFinished })
     }
 
     @Test func onASuspendedQueueThatHasNotStartedIt_aCancelledWaitEndsToo() async {
