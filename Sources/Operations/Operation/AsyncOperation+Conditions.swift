@@ -253,7 +253,7 @@ extension AsyncOperation {
     /// Parks on `queue` until it resumes or has a free slot, or goes on at once if it may.
     private func parkUntilResumed(on queue: AsyncOperationQueue, ticket: UInt64) {
         if queue.parkUnlessFreeToTakeCategories(self, ticket: ticket) == .proceed {
-            continueTowardsExecution()
+            continueTowardsExecution(on: queue)
         }
     }
 
@@ -289,10 +289,12 @@ extension AsyncOperation {
 
     /// Goes on towards execution when its queue lets it: its turn came (a serial queue), or the
     /// queue resumed.
-    func continueTowardsExecution() {
+    func continueTowardsExecution(on queue: AsyncOperationQueue) {
         switch lifecycle.withLock({ $0.resumeAfterSuspension() }) {
         case .none:
             break
+        case let .giveBackTurn(ticket):
+            queue.turnUnused(ticket: ticket)
         case let .evaluateConditions(conditions):
             let group = lifecycle.withLock { $0.queue }?.group
             evaluate(conditions, categories: Self.categories(of: conditions), in: group, lineRoot: nil)

@@ -817,6 +817,9 @@ struct OperationLifecycle {
         case none
         case evaluateConditions([any OperationCondition])
         case acquireCategories([String])
+        /// It finished (cancelled) before its queue let it through, and its queue already heard
+        /// of that finish: the turn it was given goes to the next one.
+        case giveBackTurn(ticket: UInt64)
     }
 
     /// What a parked operation (its queue was suspended) still has to do.
@@ -826,6 +829,9 @@ struct OperationLifecycle {
             return .evaluateConditions(conditions) // evaluate() marks them dispatched, once
         case .waitingForCategories where !holdsCategories:
             return .acquireCategories(categories)
+        case .finished:
+            guard case let .finished(placement?) = state, !placement.wasHandedOff else { return .none }
+            return .giveBackTurn(ticket: placement.ticket)
         default:
             return .none
         }

@@ -418,8 +418,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             deliverOutbox()
         }
         for operation in letThrough.proceed {
-            operation.continueTowardsExecution()
+            operation.continueTowardsExecution(on: self)
         }
+    }
+
+    /// An operation let through had finished already, its finish heard: the turn it was given
+    /// goes on to the next operation (a serial queue would otherwise wait for it for ever).
+    func turnUnused(ticket: UInt64) {
+        perform(state.withLock { $0.scheduler.turnUnused(ticket: ticket) })
     }
 
     private func perform(_ departure: QueueScheduler.Departure) {
@@ -513,12 +519,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         set {
             let narrower = Self.isNarrower(newValue, than: super.maxConcurrentOperationCount)
             super.maxConcurrentOperationCount = newValue
-            perform(state.withLock { $0.scheduler.setWidth(newValue) })
+            let (letThrough, onTheirWay) = state.withLock { state in
+                (state.scheduler.setWidth(newValue), narrower ? state.scheduler.allWaiting : [])
+            }
+            perform(letThrough)
             if narrower {
                 // Operations that Foundation has not started may now wait long for a slot, maybe
                 // for one a group holds until its child gets their categories: they give them
-                // back, and ask again once started.
-                for case let operation as AsyncOperation in super.operations {
+                // back, and ask again once started. Those still on their way to Foundation are
+                // held until it has them, so between the two lists (read in this order) none is
+                // missed.
+                for case let operation as AsyncOperation in onTheirWay + super.operations {
                     operation.yieldCategoriesUntilStarted()
                 }
             }

@@ -311,6 +311,16 @@ struct QueueScheduler {
         return letThrough
     }
 
+    /// An operation let through finished before it could use its turn, and after its finish was
+    /// heard (`finishedBeforeHandOff`): the turn goes on.
+    mutating func turnUnused(ticket: UInt64) -> LetThrough {
+        var letThrough = LetThrough()
+        if inProgress.remove(ticket) != nil {
+            drain(into: &letThrough)
+        }
+        return letThrough
+    }
+
     /// What follows an operation's leaving.
     struct Departure {
         /// Threads in `waitUntilAllOperationsAreFinished()` to wake: nothing is left.

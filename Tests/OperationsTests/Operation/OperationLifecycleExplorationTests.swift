@@ -684,6 +684,11 @@ private struct Explorer {
             case .evaluateConditions: return [.evaluate]
             case let .acquireCategories(categories):
                 return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: false)]
+            case .giveBackTurn: // the queue's turn goes on: only for one finished and never handed off
+                if world.life.phase != .finished {
+                    world.violate("a turn given back by an operation in phase \(world.life.phase)")
+                }
+                return []
             }
 
         case .suspendedLeaveLine: // reads where it stands, under the lifecycle's lock
