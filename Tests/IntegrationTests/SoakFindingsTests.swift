@@ -225,7 +225,7 @@ struct SoakFindingsTests {
     // to need a category the tree holds. Here the waiter ahead of the child needs a free category
     // too, in whose line it stands behind a waiter needing the group's category: it waits for
     // that one, which waits for the group, which waits for its child. The check now follows the
-    // lines (`isHeldUp(_:byTreeOf:)`), and a change that makes someone free to go ahead lets them
+    // lines (`waitersHeldUp(byTreeOf:)`), and a change that makes someone free to go ahead lets them
     // in (`letInWhoeverMayGo()`).
     @Test
     func waiterHeldUpByTheGroupThroughAnotherLine_doesNotShutOutTheGroupsChild() {
@@ -283,7 +283,7 @@ struct SoakFindingsTests {
     // group holds: the child waits for the waiter, the waiter for the first group, the first group
     // for its child, that child for the second group, the second group for its child. A category
     // held by another tree, one of whose waiters is held up by the asking tree, now holds the
-    // waiter up too (`isTreeHeldUp(_:byTreeOf:known:)`).
+    // waiter up too (`waitersHeldUp(byTreeOf:)`).
     @Test
     func waiterHeldUpByAnotherGroupThatWaitsForThisOne_doesNotShutOutTheGroupsChild() {
         // Given W needing A and E, added first, waiting for a dependency
@@ -323,13 +323,67 @@ struct SoakFindingsTests {
         #expect(waitUntilFinished(everything))
     }
 
+    // Soak round seed 3076789455885565968 (under ASan). API.md semantics 2, as in the first test.
+    //
+    // Cause: the search for waiters held up by a group's tree answered "no" for a waiter whose
+    // answer depended on one still being worked out higher up, and remembered that answer. Here
+    // three groups wait on one another's categories through two earlier waiters, and the third
+    // group's child found V (behind W in one line) "not held up". The answer is now built up until
+    // nothing more is added (`waitersHeldUp(byTreeOf:)`).
+    @Test
+    func threeGroupsAndEarlierWaiters_doNotShutOutTheLastGroupsChild() {
+        // Given W needing Six and One, V needing Six and One, and U needing One and Seven, added
+        // first, each waiting for a dependency
+        let (one, three, five) = (uniqueName("One"), uniqueName("Three"), uniqueName("Five"))
+        let (six, seven) = (uniqueName("Six"), uniqueName("Seven"))
+        let queue = AsyncOperationQueue()
+        let earlier = [[six, one], [six, one], [one, seven]].map { categories in
+            let dependency = HeldCallback<(any Error)?>()
+            let operation = AsyncBlockOperation {}
+            categories.forEach { operation.addCondition(ExclusiveCategory($0)) }
+            operation.addDependency(AsyncBlockOperation { finish in dependency.hold(finish) })
+            queue.addOperations(operation.dependencies + [operation], waitUntilFinished: false)
+            return (operation, dependency)
+        }
+        #expect(earlier.allSatisfy { $0.1.waitUntilHeld() })
+        // and three groups holding One, Three and Five, whose children need Three and Seven;
+        // Six, Five and Seven; Six and Seven
+        let groups = [(one, [three, seven]), (three, [six, five, seven]), (five, [six, seven])].map { held, needed in
+            let (group, sibling, child) = groupHolding(held, whoseChildNeeds: needed)
+            queue.addOperation(group)
+            return (group, sibling, child)
+        }
+        #expect(groups.allSatisfy { $0.1.waitUntilHeld() })
+
+        // When the earlier operations line up, then each group's child in turn
+        for (operation, dependency) in earlier {
+            dependency.call(nil)
+            #expect(waitUntil { operation.debugDescription.contains("waiting for categories") })
+        }
+        for (_, sibling, child) in groups {
+            sibling.call(nil)
+            _ = waitUntil(timeout: 1) { child.debugDescription.contains("waiting for categories") || child.isFinished }
+        }
+
+        // Then everything finishes
+        let everything = earlier.map(\.0) + groups.flatMap { [$0.0, $0.2] }
+        let finished = waitUntilFinished(everything, timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription)")
+        if !finished { groups.forEach { $0.0.cancel() } } // let the rest of the suite go on
+        #expect(waitUntilFinished(everything))
+    }
+
     /// A group holding `held` whose child needs `needed` once a sibling, held by the test,
     /// finished.
-    private func groupHolding(_ held: String, whoseChildNeeds needed: String) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
+    private func groupHolding(_ held: String, whoseChildNeeds needed: String...) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
+        groupHolding(held, whoseChildNeeds: needed)
+    }
+
+    private func groupHolding(_ held: String, whoseChildNeeds needed: [String]) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
         let sibling = HeldCallback<(any Error)?>()
         let first = AsyncBlockOperation { finish in sibling.hold(finish) }
         let child = AsyncBlockOperation {}
-        child.addCondition(ExclusiveCategory(needed))
+        needed.forEach { child.addCondition(ExclusiveCategory($0)) }
         child.addDependency(first)
         let group = GroupOperation(operations: [first, child])
         group.addCondition(ExclusiveCategory(held))

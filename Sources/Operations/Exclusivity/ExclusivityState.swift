@@ -19,7 +19,7 @@ struct CategoryStanding {
 /// One exception to the order keeps groups from deadlocking: an operation of a group's tree may go
 /// ahead of a waiter that cannot be granted before that group finishes, because it needs a
 /// category the tree holds, or stands behind such a waiter in one of its lines (see
-/// `isHeldUp(_:byTreeOf:)`). Since any change may make such a waiter (a new one in line, a
+/// `waitersHeldUp(byTreeOf:)`). Since any change may make such a waiter (a new one in line, a
 /// release, a withdrawal), every change that leaves a free category with waiters looks again at
 /// every such category (`letInWhoeverMayGo()`).
 struct ExclusivityState: Sendable {
@@ -119,18 +119,19 @@ struct ExclusivityState: Sendable {
 
     /// Whether an operation at `place` may have `category`, free, before the waiters in its line:
     /// none stands ahead of it, or every one ahead is held up by the operation's own tree (see
-    /// `isHeldUp(_:byTreeOf:)`). Such a waiter could not run before the tree's group finishes,
+    /// `waitersHeldUp(byTreeOf:)`). Such a waiter could not run before the tree's group finishes,
     /// and that group may be waiting for this very operation, its child: making the child wait
     /// for the waiter would close a circle. (Waiters added after the group stand behind its
     /// children anyway: see `LinePlace`.)
-    private func mayGoAhead(in category: Category, place: LinePlace) -> Bool {
+    private func mayGoAhead(in category: Category, place: LinePlace, heldUpByTree: inout [UInt64: Set<LinePlace>]) -> Bool {
         guard let first = category.line.first, first.place < place else { return true }
-        var known = HeldUpAnswers()
-        return category.line.allAhead(of: place) { isHeldUp($0, byTreeOf: place.root, known: &known) }
+        let heldUp = heldUpByTree[place.root] ?? waitersHeldUp(byTreeOf: place.root)
+        heldUpByTree[place.root] = heldUp
+        return category.line.allAhead(of: place) { heldUp.contains($0.place) }
     }
 
-    /// Whether `waiter` cannot be granted before the tree rooted at `root` (a group and everything
-    /// inside it) finishes:
+    /// The waiters that cannot be granted before the tree rooted at `root` (a group and
+    /// everything inside it) finishes. A waiter is held up so when
     /// - a category it needs is held by an operation of that tree;
     /// - or held by an operation of another tree, one of whose waiters is held up so (a group
     ///   keeps its categories until every child finished);
@@ -139,59 +140,49 @@ struct ExclusivityState: Sendable {
     /// The soak found each of these circles: a group holding A whose child waits in B's line
     /// behind X, which needs B and C and waits in C's line behind Y, which needs A; or a group
     /// holding A whose child waits for C behind X, which needs B, held by a group whose child
-    /// needs D, held by the first group. `known` remembers the answers of one search (an answer
-    /// still being worked out counts as no, which ends every circle of the search itself).
-    private func isHeldUp(_ waiter: Waiter, byTreeOf root: UInt64, known: inout HeldUpAnswers) -> Bool {
-        if let answer = known.waiters[waiter.place] { return answer }
-        known.waiters[waiter.place] = false
-        var heldUp = false
-        for name in waiter.categories {
-            guard let category = categories[name] else { continue }
-            if category.isHeld,
-               category.holderRoot == root || isTreeHeldUp(category.holderRoot, byTreeOf: root, known: &known) {
-                heldUp = true
-                break
-            }
-            let aheadHeldUp = !category.line.allAhead(of: waiter.place) { ahead in
-                !isHeldUp(ahead, byTreeOf: root, known: &known)
-            }
-            if aheadHeldUp {
-                heldUp = true
-                break
+    /// needs D, held by the first group. The rules refer to each other, so the answer is built up
+    /// until nothing more is added (a search that stopped at a circle of its own would miss some).
+    private func waitersHeldUp(byTreeOf root: UInt64) -> Set<LinePlace> {
+        // Nothing is held up by a tree that holds nothing: the common case, one look per category.
+        guard categories.values.contains(where: { $0.isHeld && $0.holderRoot == root }) else { return [] }
+        var waiters: [LinePlace: Waiter] = [:]
+        for category in categories.values {
+            for waiter in category.line.elements { waiters[waiter.place] = waiter }
+        }
+        var heldUp = Set<LinePlace>()
+        var treesHeldUp: Set<UInt64> = [root]
+        var added = true
+        while added {
+            added = false
+            for (place, waiter) in waiters where !heldUp.contains(place) {
+                guard isHeldUp(waiter, heldUp: heldUp, treesHeldUp: treesHeldUp) else { continue }
+                heldUp.insert(place)
+                treesHeldUp.insert(place.root)
+                added = true
             }
         }
-        known.waiters[waiter.place] = heldUp
         return heldUp
     }
 
-    /// Whether a waiter of the tree rooted at `holderRoot` is held up by the tree rooted at `root`.
-    private func isTreeHeldUp(_ holderRoot: UInt64, byTreeOf root: UInt64, known: inout HeldUpAnswers) -> Bool {
-        if let answer = known.trees[holderRoot] { return answer }
-        known.trees[holderRoot] = false
-        var heldUp = false
-        search: for category in categories.values {
-            for waiter in category.line.elements where waiter.place.root == holderRoot {
-                if isHeldUp(waiter, byTreeOf: root, known: &known) {
-                    heldUp = true
-                    break search
-                }
-            }
+    private func isHeldUp(_ waiter: Waiter, heldUp: Set<LinePlace>, treesHeldUp: Set<UInt64>) -> Bool {
+        waiter.categories.contains { name in
+            guard let category = categories[name] else { return false }
+            if category.isHeld, treesHeldUp.contains(category.holderRoot) { return true }
+            return !category.line.allAhead(of: waiter.place) { !heldUp.contains($0.place) }
         }
-        known.trees[holderRoot] = heldUp
-        return heldUp
-    }
-
-    /// The answers of one search of `isHeldUp(_:byTreeOf:known:)`.
-    private struct HeldUpAnswers {
-        var waiters: [LinePlace: Bool] = [:]
-        var trees: [UInt64: Bool] = [:]
     }
 
     /// Every category free, and the operation at `place` may go ahead in each line.
     private func canGrant(place: LinePlace, categories names: [String]) -> Bool {
+        var heldUpByTree: [UInt64: Set<LinePlace>] = [:]
+        return canGrant(place: place, categories: names, heldUpByTree: &heldUpByTree)
+    }
+
+    /// `heldUpByTree`: what `waitersHeldUp(byTreeOf:)` answered, while nothing changed.
+    private func canGrant(place: LinePlace, categories names: [String], heldUpByTree: inout [UInt64: Set<LinePlace>]) -> Bool {
         names.allSatisfy { name in
             guard let category = categories[name] else { return true }
-            return !category.isHeld && mayGoAhead(in: category, place: place)
+            return !category.isHeld && mayGoAhead(in: category, place: place, heldUpByTree: &heldUpByTree)
         }
     }
 
@@ -310,7 +301,7 @@ struct ExclusivityState: Sendable {
 
     /// Lets in, in every free category with waiters, the first waiter that can have every
     /// category it needs now, until nobody else can go. A waiter may become free to go ahead of
-    /// others without any release of its categories (see `isHeldUp(_:byTreeOf:)`), so a change
+    /// others without any release of its categories (see `waitersHeldUp(byTreeOf:)`), so a change
     /// anywhere calls this. Free categories with waiters are rare (a line forms behind a holder),
     /// so this is usually one look at the table.
     private mutating func letInWhoeverMayGo() -> [AsyncOperation] {
@@ -321,11 +312,13 @@ struct ExclusivityState: Sendable {
             let freeWithWaiters = categories.compactMap { name, category in
                 !category.isHeld && !category.line.isEmpty ? name : nil
             }
+            var heldUpByTree: [UInt64: Set<LinePlace>] = [:] // valid until the next grant
             for name in freeWithWaiters {
                 guard let line = categories[name]?.line, categories[name]?.isHeld == false else { continue }
                 guard let (place, waiter) = line.first(where: { place, waiter in
-                    canGrant(place: place, categories: waiter.categories)
+                    canGrant(place: place, categories: waiter.categories, heldUpByTree: &heldUpByTree)
                 }) else { continue }
+                heldUpByTree = [:]
                 grant(waiter.categories, to: waiter.operation, at: place)
                 granted.append(waiter.operation)
                 lookAgain = true
