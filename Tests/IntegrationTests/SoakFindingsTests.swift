@@ -41,13 +41,7 @@ struct SoakFindingsTests {
         queue.addOperations([slow, waiter], waitUntilFinished: false)
         #expect(dependency.waitUntilHeld())
         // and a group added after it, holding A, whose child needs B once its sibling finishes
-        let sibling = HeldCallback<(any Error)?>()
-        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
-        let child = AsyncBlockOperation {}
-        child.addCondition(ExclusiveCategory(b))
-        child.addDependency(first)
-        let group = GroupOperation(operations: [first, child])
-        group.addCondition(ExclusiveCategory(a))
+        let (group, sibling, child) = groupWhoseChild(needs: [b], holding: a)
         queue.addOperation(group)
         #expect(sibling.waitUntilHeld())
 
@@ -190,12 +184,7 @@ struct SoakFindingsTests {
         let x = uniqueName("X")
         let queue = AsyncOperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let sibling = HeldCallback<(any Error)?>()
-        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
-        let child = AsyncBlockOperation {}
-        child.addCondition(ExclusiveCategory(x))
-        child.addDependency(first)
-        let group = GroupOperation(operations: [first, child])
+        let (group, sibling, child) = groupWhoseChild(needs: [x])
         let later = AsyncBlockOperation {}
         later.addCondition(ExclusiveCategory(x))
 
@@ -248,13 +237,7 @@ struct SoakFindingsTests {
         queue.addOperations(y.dependencies + x.dependencies + [y, x], waitUntilFinished: false)
         #expect(dependencyOfY.waitUntilHeld() && dependencyOfX.waitUntilHeld())
         // and a group added after them, holding A, whose child needs B once its sibling finishes
-        let sibling = HeldCallback<(any Error)?>()
-        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
-        let child = AsyncBlockOperation {}
-        child.addCondition(ExclusiveCategory(b))
-        child.addDependency(first)
-        let group = GroupOperation(operations: [first, child])
-        group.addCondition(ExclusiveCategory(a))
+        let (group, sibling, child) = groupWhoseChild(needs: [b], holding: a)
         queue.addOperation(group)
         #expect(sibling.waitUntilHeld())
 
@@ -300,10 +283,10 @@ struct SoakFindingsTests {
         #expect(dependencyOfW.waitUntilHeld())
         // and a group holding A whose child needs D, then a group holding D whose child needs E,
         // each child once its sibling finished
-        let (firstGroup, firstSibling, firstChild) = groupHolding(a, whoseChildNeeds: d)
+        let (firstGroup, firstSibling, firstChild) = groupWhoseChild(needs: [d], holding: a)
         queue.addOperation(firstGroup)
         #expect(firstSibling.waitUntilHeld())
-        let (secondGroup, secondSibling, secondChild) = groupHolding(d, whoseChildNeeds: e)
+        let (secondGroup, secondSibling, secondChild) = groupWhoseChild(needs: [e], holding: d)
         queue.addOperation(secondGroup)
         #expect(secondSibling.waitUntilHeld())
 
@@ -349,7 +332,7 @@ struct SoakFindingsTests {
         // and three groups holding One, Three and Five, whose children need Three and Seven;
         // Six, Five and Seven; Six and Seven
         let groups = [(one, [three, seven]), (three, [six, five, seven]), (five, [six, seven])].map { held, needed in
-            let (group, sibling, child) = groupHolding(held, whoseChildNeeds: needed)
+            let (group, sibling, child) = groupWhoseChild(needs: needed, holding: held)
             queue.addOperation(group)
             return (group, sibling, child)
         }
@@ -373,20 +356,16 @@ struct SoakFindingsTests {
         #expect(waitUntilFinished(everything))
     }
 
-    /// A group holding `held` whose child needs `needed` once a sibling, held by the test,
-    /// finished.
-    private func groupHolding(_ held: String, whoseChildNeeds needed: String...) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
-        groupHolding(held, whoseChildNeeds: needed)
-    }
-
-    private func groupHolding(_ held: String, whoseChildNeeds needed: [String]) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
+    /// A group (holding `held`, if any) whose child needs `needed` once a sibling, held by the
+    /// test, finished.
+    private func groupWhoseChild(needs needed: [String], holding held: String? = nil) -> (GroupOperation, HeldCallback<(any Error)?>, AsyncOperation) {
         let sibling = HeldCallback<(any Error)?>()
         let first = AsyncBlockOperation { finish in sibling.hold(finish) }
         let child = AsyncBlockOperation {}
         needed.forEach { child.addCondition(ExclusiveCategory($0)) }
         child.addDependency(first)
         let group = GroupOperation(operations: [first, child])
-        group.addCondition(ExclusiveCategory(held))
+        if let held { group.addCondition(ExclusiveCategory(held)) }
         return (group, sibling, child)
     }
 
@@ -408,12 +387,7 @@ struct SoakFindingsTests {
         let x = uniqueName("X")
         let queue = AsyncOperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let sibling = HeldCallback<(any Error)?>()
-        let first = AsyncBlockOperation { finish in sibling.hold(finish) }
-        let child = AsyncBlockOperation {}
-        child.addCondition(ExclusiveCategory(x))
-        child.addDependency(first)
-        let group = GroupOperation(operations: [first, child])
+        let (group, sibling, child) = groupWhoseChild(needs: [x])
         queue.addOperation(group)
         #expect(sibling.waitUntilHeld())
         let plainStarted = Signal()
