@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Observers", targets: ["Observers"]),
         .executable(name: "operations-example", targets: ["OperationsExample"]),
         .executable(name: "operations-benchmarks", targets: ["OperationsBenchmarks"]),
+        .executable(name: "category-lock-worker", targets: ["CategoryLockWorker"]),
     ],
     targets: [
         .target(name: "Operations"),
@@ -25,12 +26,16 @@ let package = Package(
             name: "OperationsBenchmarks",
             dependencies: ["Operations", "Conditions", "Observers"]
         ),
+        .executableTarget(
+            name: "CategoryLockWorker",
+            dependencies: ["Operations", "Conditions", "Observers"]
+        ),
         .target(name: "TestSupport", dependencies: ["Operations"], path: "Tests/TestSupport"),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "TestSupport"]),
         .testTarget(name: "ConditionsTests", dependencies: ["Operations", "Conditions", "TestSupport"]),
         .testTarget(name: "ObserversTests", dependencies: ["Operations", "Observers", "TestSupport"]),
         .testTarget(name: "APIContractTests", dependencies: ["Operations", "Conditions", "Observers"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Operations", "Conditions", "Observers", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Operations", "Conditions", "Observers", "TestSupport", "CategoryLockWorker"]),
     ],
     swiftLanguageModes: [.v6]
 )

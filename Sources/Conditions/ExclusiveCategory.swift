@@ -15,10 +15,34 @@ public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
     public init(_ category: String) {
         self.category = category
         self.mutuallyExclusiveCategories = [category]
+        self.categoryLock = nil
     }
 
-    /// "ExclusiveCategory(name)".
-    public var name: String { "ExclusiveCategory(\(category))" }
+    /// Creates the condition for the category named `category`, extended beyond this process by
+    /// `lock`: at most one operation carrying it executes at a time in every process sharing the
+    /// lock (on a host with `FileCategoryLock`, in a cluster with a database's lock).
+    ///
+    /// Within the process it is the same category as `ExclusiveCategory(category)`. Naming one
+    /// category with two different locks fails the operation with
+    /// `AsyncOperationError.categoryLockConflict`.
+    ///
+    /// ```swift
+    /// let hostWide = try FileCategoryLock(directory: URL(fileURLWithPath: "/tmp/billing-locks"))
+    /// billing.addCondition(ExclusiveCategory("billing", lock: hostWide))
+    /// ```
+    public init(_ category: String, lock: some CategoryLock) {
+        self.category = category
+        self.mutuallyExclusiveCategories = [category]
+        self.categoryLock = lock
+    }
+
+    /// The lock that extends the category beyond this process, if any.
+    public let categoryLock: (any CategoryLock)?
+
+    /// "ExclusiveCategory(name)", or "ExclusiveCategory(name, lock)" with a lock.
+    public var name: String {
+        categoryLock.map { "ExclusiveCategory(\(category), \($0))" } ?? "ExclusiveCategory(\(category))"
+    }
 
     /// The single category, `category` (built once: the queue reads it for every operation).
     public let mutuallyExclusiveCategories: Set<String>

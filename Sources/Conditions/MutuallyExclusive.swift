@@ -21,7 +21,24 @@ import Operations
 /// ```
 public struct MutuallyExclusive<Category>: OperationCondition, SatisfiedByConstruction {
     /// Creates the condition for the category named after `Category`.
-    public init() {}
+    public init() {
+        categoryLock = nil
+    }
+
+    /// Creates the condition for the category named after `Category`, extended beyond this
+    /// process by `lock` (see `ExclusiveCategory.init(_:lock:)`).
+    ///
+    /// ```swift
+    /// enum Billing {}
+    /// let hostWide = try FileCategoryLock(directory: URL(fileURLWithPath: "/tmp/billing-locks"))
+    /// nightlyRun.addCondition(MutuallyExclusive<Billing>(lock: hostWide))
+    /// ```
+    public init(lock: some CategoryLock) {
+        categoryLock = lock
+    }
+
+    /// The lock that extends the category beyond this process, if any.
+    public let categoryLock: (any CategoryLock)?
 
     /// "MutuallyExclusive<Category>".
     public var name: String { "MutuallyExclusive<\(String(describing: Category.self))>" }

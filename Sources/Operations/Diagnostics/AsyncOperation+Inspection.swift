@@ -29,6 +29,9 @@ extension AsyncOperation {
             if lineReason == nil { state = .ready } // passing through on its way to Foundation
         case .waitingForCategories where !facts.holdsCategories && lineReason == nil:
             reasons += categoryReasons(place: facts.linePlace, categories: facts.categories, in: facts.queue?.engine ?? .shared)
+            if let (category, holder) = facts.categoryLockGate?.awaited() {
+                reasons.append(.categoryHeldElsewhere(category, holder: holder))
+            }
         case .ready where lineReason == nil:
             if let queue = facts.queue, queue.isSuspended {
                 reasons.append(.suspendedQueue(queue.name))

@@ -50,6 +50,10 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// was added after the shut-down began, or it still waited when it began, or it still ran
     /// when the grace period ended. It was cancelled with this error.
     case queueShutDown
+    /// The operation names the mutually exclusive category `category` with a `CategoryLock` other
+    /// than the one its other conditions, or other operations still in this process, name it
+    /// with. A category is one category whatever lock names it, so it finishes without executing.
+    case categoryLockConflict(category: String, operation: String)
 
     public var description: String {
         switch self {
@@ -83,6 +87,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
             return "waiting for '\(operation)' here would never end: \(reason)"
         case let .finishedWithoutOutput(operation):
             return "'\(operation)' finished without producing its output"
+        case let .categoryLockConflict(category, operation):
+            return "'\(operation)' names the mutually exclusive category '\(category)' with a different lock than other conditions or operations in this process; one category takes one lock"
         case .queueShutDown:
             return "the operation's queue was shut down: it takes no new operation, cancels those that wait, and cancels those still running once its grace period is over"
         }
@@ -139,6 +145,9 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
         case .queueShutDown:
             guard case .queueShutDown = rhs else { return false }
             return true
+        case let .categoryLockConflict(a1, a2):
+            guard case let .categoryLockConflict(b1, b2) = rhs else { return false }
+            return a1 == b1 && a2 == b2
         }
     }
 

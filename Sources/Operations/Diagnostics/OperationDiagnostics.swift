@@ -45,6 +45,10 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// `RetryOperation` from outside (they finish cancelled), or its
         /// `maxConcurrentOperationCount` set (ignored).
         case notSupported
+        /// An operation names a mutually exclusive category with a `CategoryLock` other than the
+        /// one already naming it in this process; it finishes with
+        /// `AsyncOperationError.categoryLockConflict` instead of executing without exclusion.
+        case categoryLockConflict
     }
 
     /// What went wrong.

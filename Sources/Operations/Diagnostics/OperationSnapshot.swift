@@ -46,6 +46,10 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
         /// others stand ahead in line), and how many operations stand ahead of this one in the
         /// category's line (`nil` if it has not taken its place yet).
         case category(String, heldBy: String?, waitersAhead: Int?)
+        /// A mutually exclusive category that a `CategoryLock` extends beyond this process: the
+        /// operation is first in line here, and waits for the lock; `holder` says who holds it
+        /// elsewhere, as far as the lock knows ("another process (pid 4242, file lock …)").
+        case categoryHeldElsewhere(String, holder: String)
         /// Its queue (by name) is suspended.
         case suspendedQueue(String?)
         /// Its queue (by name) is serial and lets an operation added earlier go first.
@@ -68,6 +72,8 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
                 if let holder { details.append("held by '\(holder)'") }
                 if let waitersAhead { details.append("\(Self.ordinal(waitersAhead + 1)) in line") }
                 return "category '\(name)'" + (details.isEmpty ? "" : " (\(details.joined(separator: "; ")))")
+            case let .categoryHeldElsewhere(name, holder):
+                return "category '\(name)', held by \(holder)"
             case let .suspendedQueue(name):
                 return "its queue\(name.map { " '\($0)'" } ?? "") to resume (suspended)"
             case let .turnOnSerialQueue(name):

@@ -19,6 +19,8 @@ final class OperationsEngine: Sendable {
 
     /// Mutually exclusive categories: who holds them, who waits.
     let exclusivity = ExclusivityController()
+    /// Which `CategoryLock` names each category, while operations naming it are under way.
+    let categoryLockBindings = CategoryLockBindings()
     /// The order in which operations are added to this engine's queues.
     let tickets = TicketCounter()
     /// Tells operations when their plain Foundation dependencies finish.

@@ -90,7 +90,23 @@ extension AsyncOperation {
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return
         }
-        let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories) }
+        var gate: CategoryLockGate?
+        if !categories.isEmpty {
+            switch CategoryLockGate.make(for: conditions, engine: engine) {
+            case nil:
+                break
+            case let .gate(made)?:
+                gate = made
+            case let .conflict(category)?:
+                OperationDiagnostics.report(.categoryLockConflict, self, "the operation names the mutually exclusive category '\(category)' with a different lock than other conditions or operations in this process; it fails instead of running without exclusion")
+                finish(with: AsyncOperationError.categoryLockConflict(category: category, operation: displayName))
+                return
+            }
+        }
+        let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: gate) }
+        if case .alreadyHandedOut = dispatch {
+            gate?.operationFinished() // another evaluation under way keeps its own
+        }
         if case let .passed(categories) = dispatch {
             // Nothing left to evaluate.
             logIfLogging(.conditionsAnswered(failures: 0))
@@ -242,8 +258,13 @@ extension AsyncOperation {
                   !state.categories.isEmpty, let queue = state.queue else { return nil }
             return (state.linePlace, state.categories, queue, state.ticket)
         }
-        guard let (place, categories, queue, ticket) = standing,
-              queue.engine.exclusivity.withdraw(place: place, from: categories) else { return }
+        guard let (place, categories, queue, ticket) = standing else { return }
+        if !queue.engine.exclusivity.withdraw(place: place, from: categories) {
+            // Granted within the process, it may wait for a lock beyond it: it stops asking, and
+            // gives the categories back.
+            guard lifecycle.withLock({ $0.categoryLockGate })?.queueSuspended() == true else { return }
+            queue.engine.exclusivity.release(categories)
+        }
         // Out of every line now: marked so that a finish has nothing to withdraw (the withdrawal
         // came first, as a request still on its way must keep its mark).
         _ = lifecycle.withLock { $0.leaveLine() }
@@ -262,7 +283,7 @@ extension AsyncOperation {
     func yieldCategoriesUntilStarted() {
         let (yield, queue) = lifecycle.withLock { ($0.yieldCategoriesUntilStarted(), $0.queue) }
         if case let .release(categories) = yield {
-            (queue?.engine ?? .shared).exclusivity.release(categories)
+            releaseCategories(categories, to: (queue?.engine ?? .shared).exclusivity)
         }
     }
 
@@ -280,7 +301,7 @@ extension AsyncOperation {
             // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
             queue?.handOff(self, ticket: ticket, holdsCategories: false)
         case let .release(categories, queue, ticket):
-            (queue?.engine ?? .shared).exclusivity.release(categories)
+            releaseCategories(categories, to: (queue?.engine ?? .shared).exclusivity)
             if let queue {
                 parkUntilResumed(on: queue, ticket: ticket)
             }
@@ -303,11 +324,49 @@ extension AsyncOperation {
         }
     }
 
-    /// Called once every category is held for this operation, by the `controller` that holds them.
+    /// Called once every category is held for this operation within the process, by the
+    /// `controller` that holds them. Categories that a lock extends beyond the process are
+    /// acquired next, and the operation goes on once it holds them (`categoryLocksAcquired()`).
     func categoriesWereGranted(by controller: ExclusivityController) {
+        let (action, categories, gate) = lifecycle.withLock { state -> (OperationLifecycle.GrantAction, [String], CategoryLockGate?) in
+            if let gate = state.categoryLockGate { return (.none, [], gate) }
+            return (state.categoriesGranted(), state.categories, nil)
+        }
+        if let gate {
+            gate.begin(for: self)
+            return
+        }
+        logIfLogging(.categoriesGranted(categories))
+        perform(action, grantedBy: controller)
+    }
+
+    /// Holds its categories within the process and their leases beyond it (or finished meanwhile,
+    /// and gives the categories back).
+    func categoryLocksAcquired(grantedBy controller: ExclusivityController) {
         let (action, categories) = lifecycle.withLock { ($0.categoriesGranted(), $0.categories) }
         logIfLogging(.categoriesGranted(categories))
         perform(action, grantedBy: controller)
+    }
+
+    /// Gives `categories` back within the process, and their leases beyond it first.
+    func releaseCategories(_ categories: [String], to controller: ExclusivityController) {
+        lifecycle.withLock { $0.categoryLockGate }?.releaseHeld()
+        controller.release(categories)
+    }
+
+    /// The fencing token of `category` while the operation holds it through a `CategoryLock`:
+    /// strictly greater than the token of every earlier grant of the category, in any process on
+    /// any host sharing the lock. `nil` while it does not hold the category, or if no lock
+    /// extends the category beyond this process.
+    ///
+    /// Hand it to the resource the category protects, so that the resource can turn away a
+    /// holder whose lock was lost meanwhile:
+    ///
+    /// ```swift
+    /// let token = operation.fencingToken(for: "billing")
+    /// ```
+    public final func fencingToken(for category: String) -> UInt64? {
+        lifecycle.withLock { $0.categoryLockGate }?.fencingToken(for: category)
     }
 
     func perform(_ action: OperationLifecycle.GrantAction, grantedBy controller: ExclusivityController? = nil) {

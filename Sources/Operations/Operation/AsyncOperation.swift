@@ -240,7 +240,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 completeFinish()
             }
         case let .releaseCategoriesEarly(categories):
-            engine.exclusivity.release(categories)
+            releaseCategories(categories, to: engine.exclusivity)
         }
     }
 
@@ -285,6 +285,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if !remains.categoriesToWithdraw.isEmpty {
             exclusivity.withdraw(place: remains.linePlace, from: remains.categoriesToWithdraw)
         }
+        remains.categoryLockGate?.operationFinished() // its leases go before its categories
         if !remains.categoriesToRelease.isEmpty {
             exclusivity.release(remains.categoriesToRelease)
         }
@@ -349,7 +350,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             case .announceReady:
                 announceReadiness()
             case let .releaseCategories(categories):
-                engine.exclusivity.release(categories)
+                releaseCategories(categories, to: engine.exclusivity)
             }
             wasCancelled() // after the operation's own reaction: a group has cancelled its children
             perform(heldBack)

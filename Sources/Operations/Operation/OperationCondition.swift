@@ -23,6 +23,11 @@ public protocol OperationCondition: Sendable {
     /// Defaults to none. See `MutuallyExclusive` in the `Conditions` module.
     var mutuallyExclusiveCategories: Set<String> { get }
 
+    /// The lock that extends `mutuallyExclusiveCategories` beyond this process: across processes
+    /// on a host (`FileCategoryLock`) or a cluster. Defaults to `nil`: they reach as far as this
+    /// process.
+    var categoryLock: (any CategoryLock)? { get }
+
     /// An operation that must finish before this condition is evaluated, such as one that asks
     /// the user for permission. The queue adds it to itself and makes it a dependency of
     /// `operation`. Defaults to `nil`.

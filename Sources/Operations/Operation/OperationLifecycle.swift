@@ -103,6 +103,9 @@ struct OperationLifecycle {
     private(set) weak var finishedOn: OperationQueue?
     /// The mutually exclusive categories its conditions name, recorded when they are evaluated.
     private(set) var categories: [String] = []
+    /// The leases of those categories that a `CategoryLock` extends beyond the process, if any
+    /// condition names a lock (recorded when they are evaluated, kept until it finishes).
+    private(set) var categoryLockGate: CategoryLockGate?
     /// What a condition evaluation collects beyond plain data: the failures so far...
     private(set) var conditionFailures: [any Error] = []
     /// ...and which conditions past the 64th are still awaited.
@@ -319,6 +322,7 @@ struct OperationLifecycle {
         let holdsCategories: Bool
         let linePlace: LinePlace
         let queue: AsyncOperationQueue?
+        let categoryLockGate: CategoryLockGate?
     }
 
     var inspection: Inspection {
@@ -330,7 +334,8 @@ struct OperationLifecycle {
             categories: categories,
             holdsCategories: holdsCategories,
             linePlace: linePlace,
-            queue: queue
+            queue: queue,
+            categoryLockGate: categoryLockGate
         )
     }
 
@@ -586,10 +591,11 @@ struct OperationLifecycle {
     /// are left to evaluate (`.none`), handing them out counts as a notification in flight: a
     /// finish meanwhile (a cancel) waits for `notificationDelivered()`, so that no condition is
     /// evaluated after its operation finished.
-    mutating func beginEvaluating(categories newCategories: [String]) -> ConditionAction {
+    mutating func beginEvaluating(categories newCategories: [String], categoryLockGate gate: CategoryLockGate? = nil) -> ConditionAction {
         guard dispatchConditions() else { return .alreadyHandedOut }
         if !newCategories.isEmpty {
             categories = newCategories
+            categoryLockGate = gate
         }
         let action = answerConditionsSatisfiedByConstruction()
         if case .none = action {
@@ -1061,6 +1067,7 @@ struct OperationLifecycle {
         var conditions: [any OperationCondition]
         var watchers: [Operation]
         var queue: AsyncOperationQueue?
+        var categoryLockGate: CategoryLockGate?
         var errors: [any Error]
         /// Failures of an evaluation the finish cut short (it was cancelled meanwhile).
         var discardedFailures: [any Error]
@@ -1079,6 +1086,7 @@ struct OperationLifecycle {
             conditions: conditions,
             watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
             queue: queue,
+            categoryLockGate: categoryLockGate,
             errors: errors,
             discardedFailures: conditionFailures
         )
@@ -1094,6 +1102,7 @@ struct OperationLifecycle {
         dependents = []
         conditions = []
         observers = []
+        categoryLockGate = nil
         return remains
     }
 }

@@ -1,0 +1,187 @@
+import Foundation
+
+/// The rules of one operation's categories held beyond its process, without threads.
+///
+/// The operation first gets its categories within the process (`ExclusivityController`), so only
+/// the first in line of each category asks the locks. Then it acquires the leases of the
+/// categories that have a lock, one at a time, sorted by name; only once it holds all of them does
+/// it go on to run. Each acquisition round has a generation, so an answer that arrives after the
+/// round was abandoned (the operation finished, its queue was suspended) is recognised and its
+/// leases given straight back.
+struct CategoryLockGateState: Sendable {
+    /// Why a round was stopped before it ended.
+    enum Stop: Sendable, Equatable {
+        /// The operation finished (it was cancelled, say): give everything back.
+        case finished
+        /// Its queue was suspended: the operation gave its categories back, and asks again later.
+        case suspended
+    }
+
+    private enum Phase: Sendable {
+        /// Holds no lease, and asks for none.
+        case idle
+        /// Acquiring its leases in round `generation`; `current` is the category asked for now.
+        case acquiring(generation: UInt64, task: Task<Void, Never>?, current: String?, stop: Stop?)
+        /// Holds every lease of round `generation`.
+        case held(generation: UInt64, leases: [String: any CategoryLease])
+        /// The operation finished: nothing is acquired any more.
+        case done
+    }
+
+    private var phase = Phase.idle
+    private var generation: UInt64 = 0
+
+    // MARK: Acquiring
+
+    enum BeginAction {
+        /// Start round `generation`.
+        case acquire(generation: UInt64)
+        /// The operation finished already: give its in-process categories back.
+        case giveBackLocally
+        /// A round is under way or done already: nothing to do.
+        case none
+    }
+
+    /// The operation was granted its categories within the process.
+    mutating func begin() -> BeginAction {
+        switch phase {
+        case .idle, .acquiring(_, _, _, .suspended):
+            // A round stopped by a suspension may still be ending: its answer is stale now.
+            generation += 1
+            phase = .acquiring(generation: generation, task: nil, current: nil, stop: nil)
+            return .acquire(generation: generation)
+        case .done:
+            return .giveBackLocally
+        case .acquiring, .held:
+            return .none
+        }
+    }
+
+    /// The task of round `round` started: kept so that a stop can cancel it. Returns the task to
+    /// cancel if the round was stopped before it started.
+    mutating func started(_ task: Task<Void, Never>, round: UInt64) -> Task<Void, Never>? {
+        guard case let .acquiring(current, nil, category, stop) = phase, current == round else { return nil }
+        if stop != nil { return task }
+        phase = .acquiring(generation: current, task: task, current: category, stop: nil)
+        return nil
+    }
+
+    /// Round `round` now waits for `category`.
+    mutating func nowAcquiring(_ category: String, round: UInt64) {
+        guard case let .acquiring(current, task, _, stop) = phase, current == round else { return }
+        phase = .acquiring(generation: current, task: task, current: category, stop: stop)
+    }
+
+    enum OutcomeAction {
+        /// Every lease is held: the operation goes on to run.
+        case proceed
+        /// The round was abandoned: give these leases back, and nothing else.
+        case release([any CategoryLease])
+        /// The operation finished meanwhile: give the leases back, then its in-process categories.
+        case releaseAndGiveBackLocally([any CategoryLease])
+        /// The locks could not be reached: the operation fails with the error, then gives its
+        /// in-process categories back.
+        case fail(any Error)
+    }
+
+    /// Round `round` got every lease.
+    mutating func acquired(_ leases: [String: any CategoryLease], round: UInt64) -> OutcomeAction {
+        guard case let .acquiring(current, _, _, stop) = phase, current == round else {
+            return .release(Array(leases.values)) // a stale round: cannot happen, but loses nothing
+        }
+        switch stop {
+        case nil:
+            phase = .held(generation: round, leases: leases)
+            return .proceed
+        case .suspended:
+            phase = .idle
+            return .release(Array(leases.values))
+        case .finished:
+            phase = .done
+            return .releaseAndGiveBackLocally(Array(leases.values))
+        }
+    }
+
+    /// Round `round` ended without its leases (the ones it got are given back already).
+    mutating func failed(_ error: any Error, round: UInt64) -> OutcomeAction {
+        guard case let .acquiring(current, _, _, stop) = phase, current == round else { return .release([]) }
+        switch stop {
+        case nil:
+            phase = .idle
+            return .fail(error)
+        case .suspended:
+            phase = .idle
+            return .release([])
+        case .finished:
+            phase = .done
+            return .releaseAndGiveBackLocally([])
+        }
+    }
+
+    // MARK: Stopping and releasing
+
+    enum StopAction {
+        /// Nothing was acquiring or held.
+        case none
+        /// Cancel the round's task (if it started): its outcome gives back what it got.
+        case cancel(Task<Void, Never>?)
+        /// Give these leases back.
+        case release([any CategoryLease])
+    }
+
+    /// The operation finished: stop a round under way, or give back the leases held.
+    mutating func finished() -> StopAction {
+        switch phase {
+        case .acquiring(_, _, _, .suspended):
+            return .none // stopped already, its categories given back: it ends by itself
+        case let .acquiring(round, task, category, _):
+            phase = .acquiring(generation: round, task: task, current: category, stop: .finished)
+            return .cancel(task)
+        case let .held(_, leases):
+            phase = .done
+            return .release(Array(leases.values))
+        case .idle:
+            phase = .done
+            return .none
+        case .done:
+            return .none
+        }
+    }
+
+    /// Its queue was suspended while it waited for a lock: the round stops, and the operation
+    /// gives its in-process categories back (`.cancel`), or it is not waiting for a lock (`.none`).
+    mutating func suspended() -> StopAction {
+        guard case let .acquiring(round, task, category, nil) = phase else { return .none }
+        phase = .acquiring(generation: round, task: task, current: category, stop: .suspended)
+        return .cancel(task)
+    }
+
+    /// The operation gives its in-process categories back without finishing (its queue was
+    /// suspended, or narrowed): the leases go back with them.
+    mutating func releaseHeld() -> StopAction {
+        guard case let .held(_, leases) = phase else { return .none }
+        phase = .idle
+        return .release(Array(leases.values))
+    }
+
+    /// The lease of `category`, granted in round `round`, was lost: the error to cancel the
+    /// operation with, if it still holds that round's leases.
+    func lost(_ category: String, round: UInt64) -> CategoryLockError? {
+        guard case let .held(current, _) = phase, current == round else { return nil }
+        return .lost(category: category)
+    }
+
+    // MARK: Reading
+
+    /// The fencing token of `category`'s lease, while held.
+    func fencingToken(for category: String) -> UInt64? {
+        guard case let .held(_, leases) = phase else { return nil }
+        return leases[category]?.fencingToken
+    }
+
+    /// The category a round under way waits for now.
+    var awaitedCategory: String? {
+        guard case let .acquiring(_, _, category, nil) = phase else { return nil }
+        return category
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Extends categories to every process on one host, through advisory file locks (`flock`): one
+/// lock file per category in `directory`.
+///
+/// The kernel ends a lock when its holder's process ends, however it ends (even by `SIGKILL`), so
+/// a crashed holder never keeps a category. Each grant writes the next fencing token, and the
+/// holder's process ID, into the lock file.
+///
+/// ```swift
+/// let hostWide = try FileCategoryLock(directory: URL(fileURLWithPath: "/tmp/billing-locks"))
+/// nightlyRun.addCondition(ExclusiveCategory("billing", lock: hostWide))
+/// ```
+///
+/// Two `FileCategoryLock`s on one directory are the same lock. Keep the directory on a local
+/// file system: `flock` on network file systems is not reliable. The fencing token survives the
+/// death of any process, but not a reboot that loses the file system's unwritten pages (it is not
+/// synced to disk on every grant).
+public final class FileCategoryLock: CategoryLock {
+    /// The directory that holds the lock files.
+    public let directory: URL
+    /// How long an acquisition keeps trying while the lock files cannot be opened (the directory
+    /// is missing and cannot be created, is not writable, the disk is full) before the operation
+    /// fails with `CategoryLockError.unavailable`, in seconds.
+    public let unavailableTimeout: TimeInterval
+    /// How long an operation waits while another process holds its category before it fails with
+    /// `CategoryLockError.unavailable` (underlying `CategoryLockWaitTimedOut`), in seconds; `nil`,
+    /// the default, waits as long as it takes.
+    public let waitTimeout: TimeInterval?
+    private let path: String
+
+    /// Makes the lock for lock files in `directory`, which is created if missing.
+    ///
+    /// - Parameters:
+    ///   - directory: A directory on a local file system, the same for every process sharing
+    ///     the categories.
+    ///   - unavailableTimeout: How long an acquisition retries while the lock files cannot be
+    ///     opened, in seconds.
+    ///   - waitTimeout: How long an operation may wait while another process holds its
+    ///     category, in seconds; `nil` waits as long as it takes.
+    /// - Throws: `CocoaError(.fileWriteUnsupportedScheme)` if `directory` is not a file URL;
+    ///   `POSIXError(.ENOTDIR)` if it names a file that is not a directory. A directory that cannot
+    ///   be created now is tried again by each acquisition, which fails with
+    ///   `CategoryLockError.unavailable` once `unavailableTimeout` has passed.
+    public init(directory: URL, unavailableTimeout: TimeInterval = 10, waitTimeout: TimeInterval? = nil) throws {
+        guard directory.isFileURL else { throw CocoaError(.fileWriteUnsupportedScheme, userInfo: [NSURLErrorKey: directory]) }
+        var isDirectory: ObjCBool = false
+        let standardized = directory.standardizedFileURL
+        if FileManager.default.fileExists(atPath: standardized.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw POSIXError(.ENOTDIR)
+        }
+        try? FileManager.default.createDirectory(at: standardized, withIntermediateDirectories: true)
+        self.directory = standardized
+        self.path = standardized.resolvingSymlinksInPath().path
+        self.unavailableTimeout = unavailableTimeout
+        self.waitTimeout = waitTimeout
+    }
+
+    /// "file:" and the directory's path, symbolic links resolved.
+    public var identity: String { "file:" + path }
+
+    /// "file lock" and the directory's path.
+    public var description: String { "file lock \(path)" }
+
+    /// The lock file of `category`: its name, with every character other than letters, digits,
+    /// `.`, `-` and `_` escaped, and `.lock`.
+    public func lockFile(for category: String) -> URL {
+        URL(fileURLWithPath: path).appendingPathComponent(LockFileName.make(for: category))
+    }
+
+    public func acquire(_ category: String, onLost: @escaping @Sendable (CategoryLockError) -> Void) async throws -> any CategoryLease {
+        let file = lockFile(for: category).path
+        var attempt = LockFileAttempt(category: category, file: file, unavailableTimeout: unavailableTimeout, waitTimeout: waitTimeout)
+        defer { attempt.closeUnlessGranted() }
+        while true {
+            if let lease = try attempt.tryOnce() {
+                return lease
+            }
+            do {
+                try await Task.sleep(nanoseconds: attempt.pause)
+            } catch {
+                throw CancellationError()
+            }
+        }
+    }
+
+    /// "another process (pid N, file lock PATH)", with the process ID of the latest grant.
+    public func holder(of category: String) -> String? {
+        let file = lockFile(for: category).path
+        let pid = LockFileRecord.read(from: file)?.pid
+        return "another process (\(pid.map { "pid \($0), " } ?? "")file lock \(file))"
+    }
+}
+
+/// One acquisition of a lock file: the descriptor it keeps open while it waits, and its clocks.
+private struct LockFileAttempt {
+    let category: String
+    let file: String
+    let unavailableTimeout: TimeInterval
+    let waitTimeout: TimeInterval?
+    private var descriptor: Int32 = -1
+    private var granted = false
+    private let began = DispatchTime.now().uptimeNanoseconds
+    private var unreachableSince: UInt64?
+    /// How long to sleep before the next try, in nanoseconds: short while a holder may let go at
+    /// any moment, longer while the file cannot be opened.
+    private(set) var pause: UInt64 = 50_000
+
+    init(category: String, file: String, unavailableTimeout: TimeInterval, waitTimeout: TimeInterval?) {
+        self.category = category
+        self.file = file
+        self.unavailableTimeout = unavailableTimeout
+        self.waitTimeout = waitTimeout
+    }
+
+    /// Tries to take the lock once: its lease, or `nil` to try again after `pause`.
+    mutating func tryOnce() throws -> (any CategoryLease)? {
+        if descriptor < 0 {
+            guard open() else {
+                try giveUpIfUnreachableTooLong()
+                pause = 20_000_000
+                return nil
+            }
+        }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+            return try stampGrant()
+        }
+        let error = errno
+        guard error == EWOULDBLOCK || error == EINTR else {
+            closeUnlessGranted()
+            try giveUpIfUnreachable(POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO))
+            return nil
+        }
+        unreachableSince = nil
+        if let waitTimeout, elapsed(since: began) > waitTimeout {
+            throw CategoryLockError.unavailable(category: category, underlying: CategoryLockWaitTimedOut(category: category, after: waitTimeout))
+        }
+        pause = min(pause * 2, 2_000_000)
+        return nil
+    }
+
+    private mutating func open() -> Bool {
+        descriptor = openLockFile(file)
+        if descriptor < 0, errno == ENOENT {
+            // The directory went missing (or was never made): make it, and try again.
+            try? FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            descriptor = openLockFile(file)
+        }
+        if descriptor < 0 {
+            lastOpenError = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return descriptor >= 0
+    }
+
+    private var lastOpenError: POSIXError?
+
+    private mutating func giveUpIfUnreachableTooLong() throws {
+        try giveUpIfUnreachable(lastOpenError ?? POSIXError(.EIO))
+    }
+
+    private mutating func giveUpIfUnreachable(_ error: POSIXError) throws {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let since = unreachableSince ?? now
+        unreachableSince = since
+        if elapsed(since: since) >= unavailableTimeout {
+            throw CategoryLockError.unavailable(category: category, underlying: error)
+        }
+    }
+
+    /// Holding the lock: writes the next fencing token and this process's ID into the file.
+    private mutating func stampGrant() throws -> any CategoryLease {
+        let previous = LockFileRecord.read(descriptor: descriptor)?.token ?? 0
+        let record = LockFileRecord(token: previous + 1, pid: getpid())
+        guard record.write(to: descriptor) else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            flock(descriptor, LOCK_UN)
+            closeUnlessGranted()
+            throw CategoryLockError.unavailable(category: category, underlying: error)
+        }
+        granted = true
+        return FileCategoryLease(descriptor: descriptor, fencingToken: record.token)
+    }
+
+    /// Closes the descriptor of an attempt that did not end in a grant (a granted one belongs to
+    /// its lease).
+    mutating func closeUnlessGranted() {
+        guard !granted, descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    private func elapsed(since start: UInt64) -> TimeInterval {
+        TimeInterval(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000_000
+    }
+}
+
+/// Opens (creating if needed) a lock file for reading and writing, closed on `exec`.
+private func openLockFile(_ file: String) -> Int32 {
+    open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+}
+
+/// What a lock file holds: the fencing token of the latest grant and its holder's process ID, as
+/// one fixed-width line of text ("00000000000000000042 0000004242\n"), readable with `cat`.
+private struct LockFileRecord {
+    static let size = 32
+    let token: UInt64
+    let pid: Int32
+
+    static func read(descriptor: Int32) -> LockFileRecord? {
+        var bytes = [UInt8](repeating: 0, count: size)
+        let count = pread(descriptor, &bytes, size, 0)
+        guard count > 0 else { return nil }
+        let fields = String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\0" })
+        guard let token = fields.first.flatMap({ UInt64($0) }) else { return nil }
+        return LockFileRecord(token: token, pid: fields.dropFirst().first.flatMap { Int32($0) } ?? 0)
+    }
+
+    static func read(from file: String) -> LockFileRecord? {
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        return read(descriptor: descriptor)
+    }
+
+    func write(to descriptor: Int32) -> Bool {
+        let digits = String(token)
+        let pidDigits = String(pid)
+        let line = String(repeating: "0", count: max(0, 20 - digits.count)) + digits + " "
+            + String(repeating: "0", count: max(0, 10 - pidDigits.count)) + pidDigits + "\n"
+        let bytes = Array(line.utf8)
+        return pwrite(descriptor, bytes, bytes.count, 0) == bytes.count
+    }
+}
+
+/// A granted lock file: the descriptor that holds its `flock`, closed on release.
+private final class FileCategoryLease: CategoryLease {
+    let fencingToken: UInt64
+    private let descriptor: Locked<Int32>
+
+    init(descriptor: Int32, fencingToken: UInt64) {
+        self.descriptor = .make(descriptor)
+        self.fencingToken = fencingToken
+    }
+
+    func release() {
+        let held = descriptor.exchange(with: -1)
+        guard held >= 0 else { return }
+        flock(held, LOCK_UN)
+        close(held)
+    }
+
+    deinit {
+        release() // a lease dropped without release still frees its category
+    }
+}
+
+/// The name of a category's lock file.
+private enum LockFileName {
+    static func make(for category: String) -> String {
+        var name = ""
+        for byte in category.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                name.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: ".") where !name.isEmpty:
+                name.append(".")
+            default:
+                name += String(format: "%%%02X", byte)
+            }
+        }
+        if name.utf8.count > 200 {
+            name = String(name.prefix(160)) + "-" + String(fnv1a(category), radix: 16)
+        }
+        return name + ".lock"
+    }
+
+    private static func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return hash
+    }
+}
