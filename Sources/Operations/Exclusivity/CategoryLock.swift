@@ -17,29 +17,109 @@ import Foundation
 /// overlapping sets never deadlock. While it waits for the lock, the operation holds no slot of
 /// its queue.
 ///
-/// To write a lock of your own (Redis, etcd, a lease table), implement `acquire(_:onLost:)`: wait
-/// until the category is yours, then return a `CategoryLease`. Throw `CategoryLockError.unavailable`
-/// when the locking engine cannot be reached within your lock's own timeout, and stop at once,
-/// leaving nothing behind, when the calling task is cancelled (the operation was cancelled, or its
-/// queue suspended).
+/// To write a lock of your own (Redis, etcd, a lease table), implement
+/// `acquire(_:onLost:completion:)`: call `completion` once the category is yours, with a
+/// `CategoryLease`, or with `CategoryLockError.unavailable` when the locking engine cannot be
+/// reached within your lock's own timeout. When the request is cancelled (the operation was
+/// cancelled, or its queue suspended), stop soon, leaving nothing behind, and complete with
+/// `CancellationError`. A lock built on `async` code can conform to `AsyncCategoryLock` instead,
+/// which bridges the two.
 public protocol CategoryLock: Sendable, CustomStringConvertible {
     /// What identifies the lock: two locks with the same identity are the same lock (two
     /// `FileCategoryLock`s on one directory, say). Naming one category with two locks of different
     /// identities is an error on the operation.
     var identity: String { get }
 
-    /// Waits until `category` is granted to this process, and returns the lease that holds it.
+    /// Waits, without blocking the calling thread, until `request.category` is granted to this
+    /// process, then calls `completion` with the lease that holds it.
     ///
-    /// - Parameter onLost: Call it, once, if the lease is lost while held (a dropped connection,
-    ///   an ended session): the operation holding it is cancelled with `CategoryLockError.lost`.
-    /// - Throws: `CancellationError` once the calling task is cancelled; or
-    ///   `CategoryLockError.unavailable` when the lock cannot be reached within its timeout.
-    func acquire(_ category: String, onLost: @escaping @Sendable (CategoryLockError) -> Void) async throws -> any CategoryLease
+    /// - Parameters:
+    ///   - request: The category asked for, and whether the request was cancelled meanwhile.
+    ///   - onLost: Call it, once, if the lease is lost while held (a dropped connection, an ended
+    ///     session): the operation holding it is cancelled with `CategoryLockError.lost`.
+    ///   - completion: Call it exactly once, on any thread: with the lease; with
+    ///     `CancellationError` once the request is cancelled; or with
+    ///     `CategoryLockError.unavailable` when the lock cannot be reached within its timeout.
+    func acquire(
+        _ request: CategoryLockRequest,
+        onLost: @escaping @Sendable (CategoryLockError) -> Void,
+        completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void
+    )
 
     /// Who holds `category` elsewhere, as far as the lock knows, for messages such as
     /// `debugDescription`: "another process (pid 4242, file lock /var/run/billing/locks/billing.lock)".
     /// `nil` if it does not know.
     func holder(of category: String) -> String?
+}
+
+/// A `CategoryLock` written with `async` code: implement `acquire(_:onLost:)`, which runs in a
+/// task that is cancelled with the request.
+///
+/// The task runs on Swift's cooperative thread pool: a process that blocks that pool's threads
+/// (with `waitUntilFinished`, say, called from async code) delays the lock until they are free.
+public protocol AsyncCategoryLock: CategoryLock {
+    /// Waits until `category` is granted to this process, and returns the lease that holds it.
+    /// Throws `CancellationError` once the task is cancelled, `CategoryLockError.unavailable` when
+    /// the lock cannot be reached within its timeout.
+    func acquire(_ category: String, onLost: @escaping @Sendable (CategoryLockError) -> Void) async throws -> any CategoryLease
+}
+
+extension AsyncCategoryLock {
+    /// Runs `acquire(_:onLost:)` in a task, cancelled when `request` is.
+    public func acquire(
+        _ request: CategoryLockRequest,
+        onLost: @escaping @Sendable (CategoryLockError) -> Void,
+        completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void
+    ) {
+        let task = Task {
+            do {
+                let lease = try await acquire(request.category, onLost: onLost)
+                completion(.success(lease))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        request.onCancel { task.cancel() }
+    }
+}
+
+/// One request of a category from a `CategoryLock`, which the engine may cancel.
+public final class CategoryLockRequest: Sendable {
+    /// The category asked for.
+    public let category: String
+    private let state = Locked<(cancelled: Bool, handlers: [@Sendable () -> Void])>.make((false, []))
+
+    /// Makes a request for `category` (the engine makes them; tests of a lock may too).
+    public init(category: String) {
+        self.category = category
+    }
+
+    /// Whether the request was cancelled: the lock should stop and complete with
+    /// `CancellationError`.
+    public var isCancelled: Bool {
+        state.withLock { $0.cancelled }
+    }
+
+    /// Runs `handler` once the request is cancelled: at once if it is already.
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            state.handlers.append(handler)
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Cancels the request, running its cancellation handlers once.
+    public func cancel() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.cancelled else { return [] }
+            state.cancelled = true
+            defer { state.handlers = [] }
+            return state.handlers
+        }
+        handlers.forEach { $0() }
+    }
 }
 
 /// One grant of a category by a `CategoryLock`, held until `release()`.

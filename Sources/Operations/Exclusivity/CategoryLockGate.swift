@@ -56,28 +56,38 @@ final class CategoryLockGate: Sendable {
         case .giveBackLocally:
             operation.categoryLocksAcquired(grantedBy: exclusivity)
         case let .acquire(round):
-            let task = Task { await self.acquireLeases(round: round, for: operation) }
-            state.withLock { $0.started(task, round: round) }?.cancel()
+            acquire(from: 0, holding: [:], round: round, for: operation)
         }
     }
 
-    private func acquireLeases(round: UInt64, for operation: AsyncOperation) async {
-        var leases: [String: any CategoryLease] = [:]
-        for (category, lock) in locks {
-            state.withLock { $0.nowAcquiring(category, round: round) }
-            do {
-                try Task.checkCancellation()
-                leases[category] = try await lock.acquire(category) { [weak self, weak operation] _ in
-                    guard let self, let operation else { return }
-                    self.leaseLost(category, round: round, of: operation)
-                }
-            } catch {
-                for lease in leases.values { lease.release() }
-                perform(state.withLock { $0.failed(Self.reported(error, for: category), round: round) }, for: operation)
-                return
-            }
+    /// Asks for the lease of `locks[index]`, then the next, holding `leases`; the last one lets
+    /// the operation go on.
+    private func acquire(from index: Int, holding leases: [String: any CategoryLease], round: UInt64, for operation: AsyncOperation) {
+        guard index < locks.count else {
+            perform(state.withLock { $0.acquired(leases, round: round) }, for: operation)
+            return
         }
-        perform(state.withLock { $0.acquired(leases, round: round) }, for: operation)
+        let (category, lock) = locks[index]
+        let request = CategoryLockRequest(category: category)
+        guard state.withLock({ $0.nowAcquiring(category, with: request, round: round) }) else {
+            leases.values.forEach { $0.release() }
+            perform(state.withLock { $0.failed(CancellationError(), round: round) }, for: operation)
+            return
+        }
+        lock.acquire(request, onLost: { [weak self, weak operation] _ in
+            guard let self, let operation else { return }
+            self.leaseLost(category, round: round, of: operation)
+        }, completion: { result in
+            switch result {
+            case let .success(lease):
+                var held = leases
+                held[category] = lease
+                self.acquire(from: index + 1, holding: held, round: round, for: operation)
+            case let .failure(error):
+                leases.values.forEach { $0.release() }
+                self.perform(self.state.withLock { $0.failed(Self.reported(error, for: category), round: round) }, for: operation)
+            }
+        })
     }
 
     /// What the operation fails with: a lock's own error as it is, anything else as `unavailable`.
@@ -121,8 +131,8 @@ final class CategoryLockGate: Sendable {
     /// Its queue was suspended while it waits in line: `true` if it was waiting for a lock (it
     /// holds its categories within the process, and must give them back), `false` otherwise.
     func queueSuspended() -> Bool {
-        guard case let .cancel(task) = state.withLock({ $0.suspended() }) else { return false }
-        task?.cancel()
+        guard case let .cancel(request) = state.withLock({ $0.suspended() }) else { return false }
+        request?.cancel()
         return true
     }
 
@@ -135,8 +145,8 @@ final class CategoryLockGate: Sendable {
         switch action {
         case .none:
             break
-        case let .cancel(task):
-            task?.cancel()
+        case let .cancel(request):
+            request?.cancel()
         case let .release(leases):
             leases.forEach { $0.release() }
         }

@@ -20,8 +20,9 @@ struct CategoryLockGateState: Sendable {
     private enum Phase: Sendable {
         /// Holds no lease, and asks for none.
         case idle
-        /// Acquiring its leases in round `generation`; `current` is the category asked for now.
-        case acquiring(generation: UInt64, task: Task<Void, Never>?, current: String?, stop: Stop?)
+        /// Acquiring its leases in round `generation`; `current` is the category asked for now, by
+        /// `request`.
+        case acquiring(generation: UInt64, request: CategoryLockRequest?, current: String?, stop: Stop?)
         /// Holds every lease of round `generation`.
         case held(generation: UInt64, leases: [String: any CategoryLease])
         /// The operation finished: nothing is acquired any more.
@@ -48,7 +49,7 @@ struct CategoryLockGateState: Sendable {
         case .idle, .acquiring(_, _, _, .suspended):
             // A round stopped by a suspension may still be ending: its answer is stale now.
             generation += 1
-            phase = .acquiring(generation: generation, task: nil, current: nil, stop: nil)
+            phase = .acquiring(generation: generation, request: nil, current: nil, stop: nil)
             return .acquire(generation: generation)
         case .done:
             return .giveBackLocally
@@ -57,19 +58,12 @@ struct CategoryLockGateState: Sendable {
         }
     }
 
-    /// The task of round `round` started: kept so that a stop can cancel it. Returns the task to
-    /// cancel if the round was stopped before it started.
-    mutating func started(_ task: Task<Void, Never>, round: UInt64) -> Task<Void, Never>? {
-        guard case let .acquiring(current, nil, category, stop) = phase, current == round else { return nil }
-        if stop != nil { return task }
-        phase = .acquiring(generation: current, task: task, current: category, stop: nil)
-        return nil
-    }
-
-    /// Round `round` now waits for `category`.
-    mutating func nowAcquiring(_ category: String, round: UInt64) {
-        guard case let .acquiring(current, task, _, stop) = phase, current == round else { return }
-        phase = .acquiring(generation: current, task: task, current: category, stop: stop)
+    /// Round `round` now asks for `category` with `request`; `false` if the round was stopped
+    /// meanwhile (it gives back what it got, and asks no more).
+    mutating func nowAcquiring(_ category: String, with request: CategoryLockRequest, round: UInt64) -> Bool {
+        guard case let .acquiring(current, _, _, nil) = phase, current == round else { return false }
+        phase = .acquiring(generation: current, request: request, current: category, stop: nil)
+        return true
     }
 
     enum OutcomeAction {
@@ -123,8 +117,8 @@ struct CategoryLockGateState: Sendable {
     enum StopAction {
         /// Nothing was acquiring or held.
         case none
-        /// Cancel the round's task (if it started): its outcome gives back what it got.
-        case cancel(Task<Void, Never>?)
+        /// Cancel the round's request (if it made one): its outcome gives back what it got.
+        case cancel(CategoryLockRequest?)
         /// Give these leases back.
         case release([any CategoryLease])
     }
@@ -134,9 +128,9 @@ struct CategoryLockGateState: Sendable {
         switch phase {
         case .acquiring(_, _, _, .suspended):
             return .none // stopped already, its categories given back: it ends by itself
-        case let .acquiring(round, task, category, _):
-            phase = .acquiring(generation: round, task: task, current: category, stop: .finished)
-            return .cancel(task)
+        case let .acquiring(round, request, category, _):
+            phase = .acquiring(generation: round, request: request, current: category, stop: .finished)
+            return .cancel(request)
         case let .held(_, leases):
             phase = .done
             return .release(Array(leases.values))
@@ -151,9 +145,9 @@ struct CategoryLockGateState: Sendable {
     /// Its queue was suspended while it waited for a lock: the round stops, and the operation
     /// gives its in-process categories back (`.cancel`), or it is not waiting for a lock (`.none`).
     mutating func suspended() -> StopAction {
-        guard case let .acquiring(round, task, category, nil) = phase else { return .none }
-        phase = .acquiring(generation: round, task: task, current: category, stop: .suspended)
-        return .cancel(task)
+        guard case let .acquiring(round, request, category, nil) = phase else { return .none }
+        phase = .acquiring(generation: round, request: request, current: category, stop: .suspended)
+        return .cancel(request)
     }
 
     /// The operation gives its in-process categories back without finishing (its queue was

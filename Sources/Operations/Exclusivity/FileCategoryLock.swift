@@ -75,20 +75,16 @@ public final class FileCategoryLock: CategoryLock {
         URL(fileURLWithPath: path).appendingPathComponent(LockFileName.make(for: category))
     }
 
-    public func acquire(_ category: String, onLost: @escaping @Sendable (CategoryLockError) -> Void) async throws -> any CategoryLease {
-        let file = lockFile(for: category).path
-        var attempt = LockFileAttempt(category: category, file: file, unavailableTimeout: unavailableTimeout, waitTimeout: waitTimeout)
-        defer { attempt.closeUnlessGranted() }
-        while true {
-            if let lease = try attempt.tryOnce() {
-                return lease
-            }
-            do {
-                try await Task.sleep(nanoseconds: attempt.pause)
-            } catch {
-                throw CancellationError()
-            }
-        }
+    /// Tries the category's lock file without blocking, again and again (every 50 µs at first,
+    /// every 2 ms at most) on a Dispatch queue until it is granted, the request is cancelled, or a
+    /// timeout passes. No thread waits meanwhile, and none of Swift's cooperative pool is used.
+    public func acquire(
+        _ request: CategoryLockRequest,
+        onLost: @escaping @Sendable (CategoryLockError) -> Void,
+        completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void
+    ) {
+        let attempt = LockFileAttempt(category: request.category, file: lockFile(for: request.category).path, unavailableTimeout: unavailableTimeout, waitTimeout: waitTimeout)
+        attempt.poll(request, completion: completion)
     }
 
     /// "another process (pid N, file lock PATH)", with the process ID of the latest grant.
@@ -100,7 +96,9 @@ public final class FileCategoryLock: CategoryLock {
 }
 
 /// One acquisition of a lock file: the descriptor it keeps open while it waits, and its clocks.
-private struct LockFileAttempt {
+private final class LockFileAttempt: @unchecked Sendable { // @unchecked: one poll at a time touches it, each scheduling the next
+    private static let polls = DispatchQueue(label: "Operations.FileCategoryLock", attributes: .concurrent)
+
     let category: String
     let file: String
     let unavailableTimeout: TimeInterval
@@ -120,8 +118,32 @@ private struct LockFileAttempt {
         self.waitTimeout = waitTimeout
     }
 
+    /// Tries now, then again after each pause, until it ends: granted, cancelled, or failed.
+    func poll(_ request: CategoryLockRequest, completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void) {
+        if request.isCancelled {
+            closeUnlessGranted()
+            completion(.failure(CancellationError()))
+            return
+        }
+        let lease: (any CategoryLease)?
+        do {
+            lease = try tryOnce()
+        } catch {
+            closeUnlessGranted()
+            completion(.failure(error))
+            return
+        }
+        if let lease {
+            completion(.success(lease))
+            return
+        }
+        Self.polls.asyncAfter(deadline: .now() + .nanoseconds(Int(pause))) {
+            self.poll(request, completion: completion)
+        }
+    }
+
     /// Tries to take the lock once: its lease, or `nil` to try again after `pause`.
-    mutating func tryOnce() throws -> (any CategoryLease)? {
+    private func tryOnce() throws -> (any CategoryLease)? {
         if descriptor < 0 {
             guard open() else {
                 try giveUpIfUnreachableTooLong()
@@ -146,7 +168,7 @@ private struct LockFileAttempt {
         return nil
     }
 
-    private mutating func open() -> Bool {
+    private func open() -> Bool {
         descriptor = openLockFile(file)
         if descriptor < 0, errno == ENOENT {
             // The directory went missing (or was never made): make it, and try again.
@@ -161,11 +183,11 @@ private struct LockFileAttempt {
 
     private var lastOpenError: POSIXError?
 
-    private mutating func giveUpIfUnreachableTooLong() throws {
+    private func giveUpIfUnreachableTooLong() throws {
         try giveUpIfUnreachable(lastOpenError ?? POSIXError(.EIO))
     }
 
-    private mutating func giveUpIfUnreachable(_ error: POSIXError) throws {
+    private func giveUpIfUnreachable(_ error: POSIXError) throws {
         let now = DispatchTime.now().uptimeNanoseconds
         let since = unreachableSince ?? now
         unreachableSince = since
@@ -175,7 +197,7 @@ private struct LockFileAttempt {
     }
 
     /// Holding the lock: writes the next fencing token and this process's ID into the file.
-    private mutating func stampGrant() throws -> any CategoryLease {
+    private func stampGrant() throws -> any CategoryLease {
         let previous = LockFileRecord.read(descriptor: descriptor)?.token ?? 0
         let record = LockFileRecord(token: previous + 1, pid: getpid())
         guard record.write(to: descriptor) else {
@@ -190,7 +212,7 @@ private struct LockFileAttempt {
 
     /// Closes the descriptor of an attempt that did not end in a grant (a granted one belongs to
     /// its lease).
-    mutating func closeUnlessGranted() {
+    func closeUnlessGranted() {
         guard !granted, descriptor >= 0 else { return }
         close(descriptor)
         descriptor = -1
