@@ -6,7 +6,7 @@ import Foundation
 /// Give a lock to a category's condition, and the category reaches as far as the lock does:
 ///
 /// ```swift
-/// let hostWide = try FileCategoryLock(directory: URL(fileURLWithPath: "/var/run/billing/locks"))
+/// let hostWide = try FileCategoryLock(directory: URL(fileURLWithPath: "/tmp/billing-locks"))
 /// billing.addCondition(ExclusiveCategory("billing", lock: hostWide))
 /// ```
 ///
