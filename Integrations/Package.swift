@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "OperationsMetrics", targets: ["OperationsMetrics"]),
         .library(name: "OperationsTracing", targets: ["OperationsTracing"]),
         .library(name: "OperationsServiceLifecycle", targets: ["OperationsServiceLifecycle"]),
+        .library(name: "PostgresCategoryLock", targets: ["PostgresCategoryLock"]),
+        .executable(name: "postgres-lock-worker", targets: ["PostgresLockWorker"]),
         .executable(name: "job-service", targets: ["JobService"]),
     ],
     dependencies: [
@@ -24,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -52,6 +55,24 @@ let package = Package(
             dependencies: [
                 .product(name: "Operations", package: "Operations"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "PostgresCategoryLock",
+            dependencies: [
+                .product(name: "Operations", package: "Operations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "PostgresLockWorker",
+            dependencies: [
+                "PostgresCategoryLock",
+                .product(name: "Operations", package: "Operations"),
+                .product(name: "Conditions", package: "Operations"),
+                .product(name: "Observers", package: "Operations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .executableTarget(
@@ -113,6 +134,9 @@ let package = Package(
         .testTarget(
             name: "DocumentationTests",
             dependencies: [
+                "PostgresCategoryLock",
+                .product(name: "Conditions", package: "Operations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "OperationsLogging",
                 "OperationsMetrics",
                 "OperationsTracing",
@@ -121,6 +145,16 @@ let package = Package(
                 .product(name: "Operations", package: "Operations"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .testTarget(
+            name: "PostgresCategoryLockTests",
+            dependencies: [
+                "PostgresCategoryLock",
+                "PostgresLockWorker",
+                "IntegrationsTestSupport",
+                .product(name: "Conditions", package: "Operations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .testTarget(

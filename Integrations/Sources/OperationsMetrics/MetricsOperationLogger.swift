@@ -107,7 +107,7 @@ enum WaitReason: String, CaseIterable {
         switch reason {
         case .dependency: self = .dependencies
         case .condition: self = .conditions
-        case .category: self = .category
+        case .category, .categoryHeldElsewhere: self = .category
         case .suspendedQueue: self = .suspendedQueue
         case .turnOnSerialQueue: self = .serialTurn
         case .groupToStart: self = .groupStart

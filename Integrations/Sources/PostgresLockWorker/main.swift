@@ -1,0 +1,198 @@
+import Conditions
+import Foundation
+import Logging
+import Operations
+import PostgresCategoryLock
+import PostgresNIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// A process (a "host") that shares cluster-wide categories with others through a
+// PostgresCategoryLock, for the multi-process tests and benchmark W8. It reaches the server named
+// by OPERATIONS_POSTGRES_HOST, _PORT, _USER and _DATABASE (set by .ci/postgres), and logs to one
+// shared file in the format of the core package's category-lock-worker:
+// "begin <pid> <category>:<token>,... <operation>", "end ...", "finish <pid> <operation> ...",
+// "done <pid> <count>". Usage:
+//
+//   postgres-lock-worker --log FILE [--categories a,b] [--operations N] [--queues Q]
+//       [--cancel-percent P] [--hold-microseconds H] [--seed S]
+//   postgres-lock-worker --log FILE --hold CATEGORY              (holds it until killed)
+//   postgres-lock-worker --handoffs N --category C               (benchmark W8)
+//   postgres-lock-worker --raw-handoffs N --category C           (W8's reference: bare SQL)
+
+let arguments = CommandLine.arguments
+
+func value(_ name: String) -> String? {
+    arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("postgres-lock-worker: \(message)\n".utf8))
+    exit(2)
+}
+
+let environment = ProcessInfo.processInfo.environment
+var configuration = PostgresClient.Configuration(
+    host: environment["OPERATIONS_POSTGRES_HOST"] ?? "127.0.0.1",
+    port: Int(environment["OPERATIONS_POSTGRES_PORT"] ?? "5432") ?? 5432,
+    username: environment["OPERATIONS_POSTGRES_USER"] ?? "postgres",
+    password: nil,
+    database: environment["OPERATIONS_POSTGRES_DATABASE"] ?? "postgres",
+    tls: .disable
+)
+configuration.options.maximumConnections = 50
+let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "postgres-lock-worker", factory: { _ in SwiftLogNoOpLogHandler() }))
+let clientRun = Task.detached { await client.run() }
+let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.2)
+let pid = getpid()
+
+/// Blocks a thread of its own, not one of the cooperative pool, until `body` returns.
+func offThePool(_ body: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread {
+            body()
+            continuation.resume()
+        }
+    }
+}
+
+/// Appends whole lines to a file shared by several processes.
+final class SharedLog: Sendable {
+    private let descriptor: Int32
+
+    init(path: String) {
+        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor < 0 { fail("cannot open log \(path)") }
+    }
+
+    func append(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = write(descriptor, bytes, bytes.count)
+    }
+}
+
+/// An operation that logs its begin and end, with the fencing tokens of its categories.
+final class LoggedOperation: AsyncOperation, @unchecked Sendable { // @unchecked: its lets never change
+    let categories: [String]
+    let log: SharedLog
+    let holdMicroseconds: UInt32
+    let holdsForever: Bool
+
+    init(name: String, categories: [String], log: SharedLog, holdMicroseconds: UInt32, holdsForever: Bool = false) {
+        self.categories = categories
+        self.log = log
+        self.holdMicroseconds = holdMicroseconds
+        self.holdsForever = holdsForever
+        super.init()
+        self.name = name
+        for category in categories {
+            addCondition(ExclusiveCategory(category, lock: lock))
+        }
+    }
+
+    override func execute() {
+        let tokens = categories.map { "\($0):\(fencingToken(for: $0).map(String.init) ?? "none")" }.joined(separator: ",")
+        if holdsForever {
+            log.append("holding \(pid) \(tokens) \(name ?? "")")
+            return // never finishes: the process is killed while it holds its categories
+        }
+        log.append("begin \(pid) \(tokens) \(name ?? "")")
+        if holdMicroseconds > 0 { usleep(holdMicroseconds) }
+        log.append("end \(pid) \(tokens) \(name ?? "")")
+        finish()
+    }
+}
+
+/// Logs each finish, once.
+struct FinishLogger: OperationObserver {
+    let log: SharedLog
+    let name: String
+
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
+        log.append("finish \(pid) \(name) \(operation.isCancelled ? "cancelled" : "completed") \(errors.count)")
+    }
+}
+
+/// A deterministic random sequence (SplitMix64).
+struct Random {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
+
+if let handoffs = value("--raw-handoffs").flatMap(Int.init) {
+    // W8's reference: the same handoffs with bare pg_advisory_lock/pg_advisory_unlock calls.
+    let key = lock.key(for: value("--category") ?? "w8")
+    do {
+        try await client.withConnection { connection in
+            for _ in 0..<handoffs {
+                _ = try await connection.query("SELECT pg_advisory_lock(\(key))", logger: Logger(label: "w8")).collect()
+                _ = try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: Logger(label: "w8")).collect()
+            }
+        }
+    } catch {
+        fail("raw handoffs failed: \(error)")
+    }
+    exit(0)
+}
+
+if let handoffs = value("--handoffs").flatMap(Int.init) {
+    // W8: one category handed between processes, one operation at a time.
+    let category = value("--category") ?? "w8"
+    let queue = AsyncOperationQueue()
+    let operations = (0..<handoffs).map { _ in
+        let operation = AsyncBlockOperation { }
+        operation.addCondition(ExclusiveCategory(category, lock: lock))
+        return operation
+    }
+    await offThePool { queue.addOperations(operations, waitUntilFinished: true) }
+    exit(operations.allSatisfy { $0.errors.isEmpty } ? 0 : 1)
+}
+
+guard let logPath = value("--log") else { fail("--log is required") }
+let log = SharedLog(path: logPath)
+
+if let category = value("--hold") {
+    AsyncOperationQueue().addOperation(LoggedOperation(name: "holder-\(pid)", categories: [category], log: log, holdMicroseconds: 0, holdsForever: true))
+    while true { try? await Task.sleep(nanoseconds: 60_000_000_000) }
+}
+
+let categories = (value("--categories") ?? "a,b").split(separator: ",").map(String.init)
+let operationCount = Int(value("--operations") ?? "100") ?? 100
+let queueCount = max(1, Int(value("--queues") ?? "1") ?? 1)
+let cancelPercent = Int(value("--cancel-percent") ?? "0") ?? 0
+let holdMicroseconds = UInt32(value("--hold-microseconds") ?? "0") ?? 0
+var random = Random(state: UInt64(value("--seed") ?? "") ?? UInt64(pid))
+
+let queues = (0..<queueCount).map { index in
+    let queue = AsyncOperationQueue()
+    queue.name = "worker-\(pid)-\(index)"
+    return queue
+}
+var operations: [AsyncOperation] = []
+for index in 0..<operationCount {
+    let name = "\(pid)-\(index)"
+    let operation = LoggedOperation(name: name, categories: [categories[random.below(categories.count)]], log: log, holdMicroseconds: holdMicroseconds)
+    operation.addObserver(FinishLogger(log: log, name: name))
+    operations.append(operation)
+}
+let toCancel = operations.filter { _ in random.below(100) < cancelPercent }
+for (index, operation) in operations.enumerated() {
+    queues[index % queueCount].addOperation(operation)
+}
+for operation in toCancel {
+    try? await Task.sleep(nanoseconds: UInt64(random.below(2_000)) * 1_000)
+    operation.cancel()
+}
+await offThePool {
+    for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+}
+log.append("done \(pid) \(operationCount)")
+exit(0)

@@ -1,0 +1,234 @@
+import Conditions
+import Foundation
+import IntegrationsTestSupport
+import Logging
+import Operations
+import PostgresCategoryLock
+import PostgresNIO
+import Testing
+
+/// The server that `.ci/postgres` started for these tests, from its environment variables.
+enum TestServer {
+    static let environment = ProcessInfo.processInfo.environment
+    static var isConfigured: Bool { environment["OPERATIONS_POSTGRES_PORT"] != nil }
+
+    static func configuration(port: Int? = nil) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: environment["OPERATIONS_POSTGRES_HOST"] ?? "127.0.0.1",
+            port: port ?? Int(environment["OPERATIONS_POSTGRES_PORT"] ?? "5432") ?? 5432,
+            username: environment["OPERATIONS_POSTGRES_USER"] ?? "postgres",
+            password: nil,
+            database: environment["OPERATIONS_POSTGRES_DATABASE"] ?? "postgres",
+            tls: .disable
+        )
+        configuration.options.connectTimeout = .seconds(2)
+        return configuration
+    }
+
+    /// Runs `body` with a running client of the test server (or of `port`, where nothing listens).
+    static func withClient<Result>(port: Int? = nil, _ body: (PostgresClient) async throws -> Result) async throws -> Result {
+        let client = PostgresClient(configuration: configuration(port: port), backgroundLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let run = Task { await client.run() }
+        defer { run.cancel() }
+        return try await body(client)
+    }
+}
+
+/// An operation that records its fencing token and then waits, holding its category, until it is
+/// cancelled.
+final class HoldingOperation: AsyncOperation, @unchecked Sendable { // @unchecked: `token` is set once, before `started`
+    let category: String
+    let started = LockedFlag()
+    nonisolated(unsafe) var token: UInt64?
+
+    init(category: String, lock: some CategoryLock) {
+        self.category = category
+        super.init()
+        addCondition(ExclusiveCategory(category, lock: lock))
+    }
+
+    override func execute() {
+        token = fencingToken(for: category)
+        started.set()
+        DispatchQueue.global().async {
+            while !self.isCancelled { usleep(1_000) }
+            self.finish()
+        }
+    }
+}
+
+/// A flag set once, read from any thread.
+final class LockedFlag: @unchecked Sendable { // @unchecked: `value` is only touched while holding `lock`
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+@Suite("PostgresCategoryLock", .serialized, .enabled(if: TestServer.isConfigured, "needs the server that `bash ../.ci/postgres run swift test` starts"))
+struct PostgresCategoryLockTests {
+    @Test func aGrantCarriesAToken_andTheNextGrantAGreaterOne() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client)
+            let category = uniqueName("billing")
+            let first = HoldingOperation(category: category, lock: lock)
+            let queue = AsyncOperationQueue()
+            queue.addOperation(first)
+            #expect(await eventually { first.started.isSet })
+            first.cancel()
+            let second = HoldingOperation(category: category, lock: lock)
+            queue.addOperation(second)
+            #expect(await eventually { second.started.isSet })
+            second.cancel()
+            #expect(await eventually { second.isFinished })
+            #expect(first.token == 1)
+            #expect(second.token == 2)
+        }
+    }
+
+    @Test func aCategoryHeldByAnotherSession_isWaitedFor_andNamedInTheSnapshot() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client)
+            let category = uniqueName("billing")
+            // Another "host": a session of its own holding the category's advisory lock.
+            try await client.withConnection { other in
+                _ = try await other.query("SELECT pg_advisory_lock(\(lock.key(for: category)))", logger: Logger(label: "test")).collect()
+                let waiting = HoldingOperation(category: category, lock: lock)
+                AsyncOperationQueue().addOperation(waiting)
+                #expect(await eventually { waiting.debugDescription.contains("held by another PostgreSQL session (pid") })
+                #expect(!waiting.started.isSet)
+                _ = try await other.query("SELECT pg_advisory_unlock_all()", logger: Logger(label: "test")).collect()
+                #expect(await eventually { waiting.started.isSet })
+                waiting.cancel()
+                #expect(await eventually { waiting.isFinished })
+            }
+        }
+    }
+
+    @Test func aSessionEndedByTheServer_cancelsItsHolderWithLost_andTheNextTokenIsGreater() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.1)
+            let category = uniqueName("billing")
+            let holder = HoldingOperation(category: category, lock: lock)
+            let queue = AsyncOperationQueue()
+            queue.addOperation(holder)
+            #expect(await eventually { holder.started.isSet })
+
+            _ = try await client.withConnection { admin in
+                let key = UInt64(bitPattern: lock.key(for: category))
+                _ = try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
+            }
+
+            #expect(await eventually { holder.isFinished })
+            #expect(holder.isCancelled)
+            #expect(holder.errors.contains { error in
+                if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
+                return false
+            })
+            let next = HoldingOperation(category: category, lock: lock)
+            queue.addOperation(next)
+            #expect(await eventually { next.started.isSet })
+            #expect((next.token ?? 0) > (holder.token ?? .max))
+            next.cancel()
+            #expect(await eventually { next.isFinished })
+        }
+    }
+
+    @Test func anUnreachableServer_failsTheOperationAfterTheLocksTimeout_andNeverRunsIt() async throws {
+        try await TestServer.withClient(port: 1) { client in
+            let lock = PostgresCategoryLock(client: client, unavailableTimeout: 1)
+            let operation = HoldingOperation(category: uniqueName("billing"), lock: lock)
+            let unrelated = AsyncBlockOperation { }
+            unrelated.addCondition(ExclusiveCategory(uniqueName("local")))
+            let queue = AsyncOperationQueue()
+            queue.addOperations([operation, unrelated], waitUntilFinished: false)
+            #expect(await eventually { unrelated.isFinished })
+            #expect(await eventually { operation.isFinished })
+            #expect(!operation.started.isSet)
+            guard case .unavailable? = operation.errors.first as? CategoryLockError else {
+                Issue.record("expected CategoryLockError.unavailable, got \(operation.errors)")
+                return
+            }
+        }
+    }
+
+    @Test func cancellingAWaitingOperation_withdrawsItsRequest() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client)
+            let category = uniqueName("billing")
+            try await client.withConnection { other in
+                _ = try await other.query("SELECT pg_advisory_lock(\(lock.key(for: category)))", logger: Logger(label: "test")).collect()
+                let waiting = HoldingOperation(category: category, lock: lock)
+                AsyncOperationQueue().addOperation(waiting)
+                #expect(await eventually { waiting.debugDescription.contains("PostgreSQL session") })
+                waiting.cancel()
+                #expect(await eventually { waiting.isFinished })
+                // Its session stops waiting: no session but this one waits for the key.
+                let key = lock.key(for: category)
+                #expect(await eventuallyAsync {
+                    let rows = try? await other.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = \(Int64(UInt64(bitPattern: key) & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
+                    return (try? rows?.first?.decode(Int64.self)) == 0
+                })
+                _ = try await other.query("SELECT pg_advisory_unlock_all()", logger: Logger(label: "test")).collect()
+            }
+        }
+    }
+}
+
+/// Waits until the async `condition` holds; `false` if `timeout` passed first.
+func eventuallyAsync(timeout: TimeInterval = generousTimeout, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while await !condition() {
+        if Date() > deadline { return false }
+        try? await Task.sleep(nanoseconds: 20_000_000)
+    }
+    return true
+}
+
+@Suite("PostgresCategoryLock across processes", .serialized, .enabled(if: TestServer.isConfigured, "needs the server that `bash ../.ci/postgres run swift test` starts"))
+struct PostgresCategoryLockProcessTests {
+    @Test func twoHostsUnderLoad_neverOverlapInACategory_andTokensOnlyGrow() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("pg-locks"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("shared.log").path
+        let prefix = uniqueName("load")
+        let workers = try (0..<2).map { index in
+            try ChildProcess("postgres-lock-worker", [
+                "--log", log, "--categories", "\(prefix)-a,\(prefix)-b,\(prefix)-c,\(prefix)-d", "--operations", "500",
+                "--queues", "3", "--cancel-percent", "10", "--hold-microseconds", "200", "--seed", String(index + 1),
+            ])
+        }
+        defer { workers.forEach { $0.stop() } }
+        var statuses: [Int32?] = []
+        for worker in workers { statuses.append(await worker.waitForExit()) }
+
+        #expect(statuses == [0, 0])
+        let check = SharedLogCheck(logFile: log)
+        #expect(check.problems.isEmpty, "\(check.problems.prefix(10))")
+        #expect(check.workersDone == 2)
+        #expect(check.finishes.count == 1_000)
+        #expect(check.begun > 0)
+    }
+
+    @Test func aHostKilledWithSIGKILL_freesItsCategory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("pg-locks"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("shared.log").path
+        let category = uniqueName("billing")
+        let holder = try ChildProcess("postgres-lock-worker", ["--log", log, "--hold", category])
+        defer { holder.stop() }
+        #expect(await eventually(timeout: 120) { SharedLogCheck(logFile: log).lastToken[category] != nil })
+        let heldToken = SharedLogCheck(logFile: log).lastToken[category] ?? 0
+
+        let next = try ChildProcess("postgres-lock-worker", ["--log", log, "--categories", category, "--operations", "1"])
+        defer { next.stop() }
+        try await Task.sleep(nanoseconds: 500_000_000)
+        #expect(SharedLogCheck(logFile: log).workersDone == 0) // it waits for the holder
+        holder.stop()
+
+        #expect(await next.waitForExit(timeout: 120) == 0)
+        #expect((SharedLogCheck(logFile: log).lastToken[category] ?? 0) > heldToken)
+    }
+}
