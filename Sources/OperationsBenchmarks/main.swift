@@ -1,6 +1,6 @@
 import Foundation
 
-// Benchmarks W1 to W6 (issue 4) against Foundation and Dispatch, in one process, with every run
+// Benchmarks W1 to W7 against Foundation and Dispatch, in one process, with every run
 // checked for correctness. Run with `swift run -c release operations-benchmarks`.
 // `--quick` runs each workload once at a tenth of the size (a smoke test).
 
@@ -9,7 +9,7 @@ let quick = arguments.contains("--quick")
 let scale = quick ? 10 : 1
 // `--repetitions N` takes the median of N runs instead of 3.
 let repetitions = quick ? 1 : arguments.firstIndex(of: "--repetitions").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil }.map { max($0, 1) } ?? 3
-// `--only W2` (or W1, W3, W4, W5, W6, memory) runs one section, for profiling and quick checks.
+// `--only W2` (or W1, W3, W4, W5, W6, W7, memory) runs one section, for profiling and quick checks.
 let only: String? = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1].uppercased() : nil }
 
 func shouldRun(_ section: String) -> Bool {
@@ -27,6 +27,11 @@ if let index = arguments.firstIndex(of: "--memory-probe"), index + 1 < arguments
         : Workloads.asyncBlocks(count, allWaiting: allWaiting)
     print(problem == nil ? String(format: "%.1f", peakResidentMegabytes()) : "WRONG")
     exit(0)
+}
+
+if let index = arguments.firstIndex(of: "--handoff-worker"), index + 3 < arguments.count {
+    // Child process mode of W7: one worker's share of the handoffs.
+    exit(HostWideHandoffs.work(arguments[index + 1], directory: arguments[index + 2], count: Int(arguments[index + 3]) ?? 0))
 }
 
 if arguments.contains("--instructions") {
@@ -133,6 +138,17 @@ if shouldRun("W5") || shouldRun("W6") {
     record([w56Baseline, w5, w6])
     rows.append(("W5 vs our W1 at the same count", ratio(w5, w56Baseline), "<= 1.25 x"))
     rows.append(("W6 vs our W1 at the same count", ratio(w6, w56Baseline), "<= 1.25 x"))
+}
+
+if shouldRun("W7") {
+    let handoffs = 1_000 / scale
+    print("\nW7: \(handoffs) handoffs of one host-wide category between 4 processes")
+    let measured = Harness.compare([
+        ("bare flock loop in 4 processes (reference)", { Harness.time { HostWideHandoffs.run("flock", handoffs: handoffs, processes: 4) } }),
+        ("FileCategoryLock in 4 processes", { Harness.time { HostWideHandoffs.run("ours", handoffs: handoffs, processes: 4) } }),
+    ], repetitions: repetitions)
+    record(measured)
+    rows.append(("W7 vs a bare flock loop", ratio(measured[1], measured[0]), "<= 1.50 x"))
 }
 
 if shouldRun("MEMORY") {

@@ -72,7 +72,11 @@ public final class FileCategoryLock: CategoryLock {
     /// The lock file of `category`: its name, with every character other than letters, digits,
     /// `.`, `-` and `_` escaped, and `.lock`.
     public func lockFile(for category: String) -> URL {
-        URL(fileURLWithPath: path).appendingPathComponent(LockFileName.make(for: category))
+        URL(fileURLWithPath: lockFilePath(for: category))
+    }
+
+    private func lockFilePath(for category: String) -> String {
+        path + "/" + LockFileName.make(for: category)
     }
 
     /// Tries the category's lock file without blocking, again and again (every 50 µs at first,
@@ -83,13 +87,13 @@ public final class FileCategoryLock: CategoryLock {
         onLost: @escaping @Sendable (CategoryLockError) -> Void,
         completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void
     ) {
-        let attempt = LockFileAttempt(category: request.category, file: lockFile(for: request.category).path, unavailableTimeout: unavailableTimeout, waitTimeout: waitTimeout)
+        let attempt = LockFileAttempt(category: request.category, file: lockFilePath(for: request.category), unavailableTimeout: unavailableTimeout, waitTimeout: waitTimeout)
         attempt.poll(request, completion: completion)
     }
 
     /// "another process (pid N, file lock PATH)", with the process ID of the latest grant.
     public func holder(of category: String) -> String? {
-        let file = lockFile(for: category).path
+        let file = lockFilePath(for: category)
         let pid = LockFileRecord.read(from: file)?.pid
         return "another process (\(pid.map { "pid \($0), " } ?? "")file lock \(file))"
     }
@@ -236,12 +240,11 @@ private struct LockFileRecord {
     let pid: Int32
 
     static func read(descriptor: Int32) -> LockFileRecord? {
-        var bytes = [UInt8](repeating: 0, count: size)
-        let count = pread(descriptor, &bytes, size, 0)
-        guard count > 0 else { return nil }
-        let fields = String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\0" })
-        guard let token = fields.first.flatMap({ UInt64($0) }) else { return nil }
-        return LockFileRecord(token: token, pid: fields.dropFirst().first.flatMap { Int32($0) } ?? 0)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+            let count = pread(descriptor, buffer.baseAddress, size, 0)
+            guard count > 0 else { return nil }
+            return parse(UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
     static func read(from file: String) -> LockFileRecord? {
@@ -251,13 +254,47 @@ private struct LockFileRecord {
         return read(descriptor: descriptor)
     }
 
+    /// Two decimal fields separated by spaces, newlines or NULs; `nil` unless the first is a token.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> LockFileRecord? {
+        var fields: [UInt64] = []
+        var current: UInt64?
+        for byte in bytes {
+            if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                let (times10, overflow1) = (current ?? 0).multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+                guard !overflow1, !overflow2 else { return nil }
+                current = sum
+            } else if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == 0 {
+                if let value = current { fields.append(value) }
+                current = nil
+            } else {
+                return nil
+            }
+        }
+        if let value = current { fields.append(value) }
+        guard let token = fields.first else { return nil }
+        let pid = fields.dropFirst().first.flatMap { Int32(exactly: $0) } ?? 0
+        return LockFileRecord(token: token, pid: pid)
+    }
+
     func write(to descriptor: Int32) -> Bool {
-        let digits = String(token)
-        let pidDigits = String(pid)
-        let line = String(repeating: "0", count: max(0, 20 - digits.count)) + digits + " "
-            + String(repeating: "0", count: max(0, 10 - pidDigits.count)) + pidDigits + "\n"
-        let bytes = Array(line.utf8)
-        return pwrite(descriptor, bytes, bytes.count, 0) == bytes.count
+        var line = [UInt8](repeating: UInt8(ascii: "0"), count: Self.size)
+        Self.putDigits(token, into: &line, endingAt: 20)
+        line[20] = UInt8(ascii: " ")
+        Self.putDigits(UInt64(max(pid, 0)), into: &line, endingAt: 31)
+        line[31] = UInt8(ascii: "\n")
+        return pwrite(descriptor, line, line.count, 0) == line.count
+    }
+
+    /// Writes `value` in decimal, right-aligned in the zero-filled field that ends before `end`.
+    private static func putDigits(_ value: UInt64, into line: inout [UInt8], endingAt end: Int) {
+        var remaining = value
+        var index = end - 1
+        repeat {
+            line[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+            index -= 1
+        } while remaining > 0 && index >= 0
     }
 }
 
@@ -286,22 +323,27 @@ private final class FileCategoryLease: CategoryLease {
 /// The name of a category's lock file.
 private enum LockFileName {
     static func make(for category: String) -> String {
-        var name = ""
+        var name: [UInt8] = []
+        name.reserveCapacity(category.utf8.count + 5)
         for byte in category.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                name.unicodeScalars.append(Unicode.Scalar(byte))
+                name.append(byte)
             case UInt8(ascii: ".") where !name.isEmpty:
-                name.append(".")
+                name.append(byte)
             default:
-                name += String(format: "%%%02X", byte)
+                name += [UInt8(ascii: "%"), hexDigit(byte >> 4), hexDigit(byte & 0xF)]
             }
         }
-        if name.utf8.count > 200 {
-            name = String(name.prefix(160)) + "-" + String(fnv1a(category), radix: 16)
+        if name.count > 200 {
+            name = Array(name.prefix(160)) + Array("-\(String(fnv1a(category), radix: 16))".utf8)
         }
-        return name + ".lock"
+        return String(decoding: name, as: UTF8.self) + ".lock"
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
     }
 
     private static func fnv1a(_ text: String) -> UInt64 {
