@@ -22,6 +22,9 @@ final class LockSession: Sendable {
         /// The session has a connection now (the task may no longer be cancelled).
         var connected = false
         var holder: Task<Void, Never>?
+        /// Gives up once `unavailableTimeout` has passed with no connection; cancelled once the
+        /// request is settled.
+        var timer: Task<Void, Never>?
         var released = false
         var sleeper: Task<Void, Never>?
         var lastError: (any Error)?
@@ -46,10 +49,15 @@ final class LockSession: Sendable {
                 }
                 if cancelAtOnce { holder.cancel() }
                 let timeout = lock.unavailableTimeout
-                Task.detached { [weak self] in
+                let timer = Task.detached { [weak self] in
                     try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
                     self?.giveUpIfNeverConnected()
                 }
+                let settled = state.withLock { state -> Bool in
+                    state.timer = timer
+                    return state.waiter == nil
+                }
+                if settled { timer.cancel() }
             }
         } onCancel: {
             self.abandon(with: CancellationError())
@@ -87,12 +95,11 @@ final class LockSession: Sendable {
     private func session(on connection: PostgresConnection) async throws {
         guard markConnected() else { return }
         do {
-            try await lock.ensureFencingTable(on: connection)
-            guard try await waitForLock(on: connection) else {
+            try await lock.ensureFencingSequence(on: connection)
+            guard let token = try await waitForLock(on: connection) else {
                 try? await unlockEverything(on: connection)
                 return
             }
-            let token = try await lock.nextFencingToken(for: category, on: connection)
             guard deliver(PostgresLease(fencingToken: token, session: self)) else {
                 try? await unlockEverything(on: connection)
                 return
@@ -107,31 +114,24 @@ final class LockSession: Sendable {
         try? await unlockEverything(on: connection)
     }
 
-    /// Waits in the session for the category's advisory lock: `true` once held, `false` if the
-    /// request was abandoned meanwhile.
-    private func waitForLock(on connection: PostgresConnection) async throws -> Bool {
-        let logger = lock.queryLogger
-        let got = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger).collect()
-        if try got.first?.decode(Bool.self) == true { return true }
-        await lock.noteHolder(of: category, key: key, on: connection)
+    /// Waits in the session for the category's advisory lock, and draws the grant's fencing token
+    /// once it is held: the token, or `nil` if the request was abandoned meanwhile. Each try is one
+    /// blocking statement that the server wakes the moment the holder lets go, cut short after
+    /// 50 ms the first time (then the holder is looked up, for the snapshot) and every 200 ms after
+    /// that, so that an abandoned request stops soon.
+    private func waitForLock(on connection: PostgresConnection) async throws -> UInt64? {
         let began = DispatchTime.now().uptimeNanoseconds
-        // A blocking wait, cut every 200 ms so that an abandoned request stops soon: the server
-        // wakes the session the moment the holder lets go.
-        _ = try await connection.query("SET lock_timeout = '200ms'", logger: logger).collect()
         var tries = 0
         while true {
-            if isAbandoned { return false }
+            if isAbandoned { return nil }
             if let waitTimeout = lock.waitTimeout, seconds(since: began) >= waitTimeout {
-                _ = try? await connection.query("SET lock_timeout = 0", logger: logger).collect()
                 throw CategoryLockError.unavailable(category: category, underlying: CategoryLockWaitTimedOut(category: category, after: waitTimeout))
             }
             do {
-                _ = try await connection.query("SELECT pg_advisory_lock(\(key))", logger: logger).collect()
-                _ = try await connection.query("SET lock_timeout = 0", logger: logger).collect()
-                return true
+                return try await lock.lockAndDrawToken(key: key, waitingAtMost: tries == 0 ? 50 : 200, on: connection)
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
-                tries += 1
                 if tries % 10 == 0 { await lock.noteHolder(of: category, key: key, on: connection) }
+                tries += 1
             }
         }
     }
@@ -192,10 +192,12 @@ final class LockSession: Sendable {
 
     /// Hands the lease to the waiter: `false` if nobody waits any more.
     private func deliver(_ lease: PostgresLease) -> Bool {
-        guard let waiter = state.withLock({ state -> CheckedContinuation<any CategoryLease, any Error>? in
-            defer { state.waiter = nil }
-            return state.abandoned ? nil : state.waiter
-        }) else { return false }
+        let (waiter, timer) = state.withLock { state -> (CheckedContinuation<any CategoryLease, any Error>?, Task<Void, Never>?) in
+            defer { state.waiter = nil; state.timer = nil }
+            return (state.abandoned ? nil : state.waiter, state.timer)
+        }
+        timer?.cancel()
+        guard let waiter else { return false }
         waiter.resume(returning: lease)
         return true
     }
@@ -203,12 +205,13 @@ final class LockSession: Sendable {
     /// Nobody wants the lease any more: the waiter hears `error`; a task that has no connection
     /// yet is cancelled (one that has one stops by itself, unlocking).
     private func abandon(with error: any Error) {
-        let (waiter, holder) = state.withLock { state -> (CheckedContinuation<any CategoryLease, any Error>?, Task<Void, Never>?) in
-            guard state.waiter != nil else { return (nil, nil) }
+        let (waiter, holder, timer) = state.withLock { state -> (CheckedContinuation<any CategoryLease, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
+            guard state.waiter != nil else { return (nil, nil, nil) }
             state.abandoned = true
-            defer { state.waiter = nil }
-            return (state.waiter, state.connected ? nil : state.holder)
+            defer { state.waiter = nil; state.timer = nil }
+            return (state.waiter, state.connected ? nil : state.holder, state.timer)
         }
+        timer?.cancel()
         waiter?.resume(throwing: error)
         holder?.cancel()
     }

@@ -13,8 +13,10 @@ import PostgresNIO
 /// dropped connection, a stopped server), the operation holding the category is cancelled with
 /// `CategoryLockError.lost`.
 ///
-/// Each grant increments the category's fencing token in the table `fencingTable` (made by the
-/// lock itself, safely when several processes start at once), while holding the advisory lock.
+/// Each grant takes its fencing token from the sequence `fencingSequence` (made by the lock
+/// itself, safely when several processes start at once) in the same statement that acquires the
+/// advisory lock, after the lock is held: every token is greater than every token handed out
+/// before it, for any category, so tokens grow strictly per category but are not consecutive.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)   // run it: await client.run()
@@ -40,13 +42,13 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     public let waitTimeout: TimeInterval?
     /// How often a holding session checks that it is alive, in seconds.
     public let heartbeatInterval: TimeInterval
-    /// The table of fencing tokens, one row per category.
-    public let fencingTable: String
+    /// The sequence that fencing tokens are drawn from, shared by every category.
+    public let fencingSequence: String
     private let logger: Logger
     private let knowledge = LockedBox(Knowledge())
 
     private struct Knowledge {
-        var tableReady = false
+        var sequenceReady = false
         var holders: [String: Int32] = [:]
     }
 
@@ -59,7 +61,8 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     ///   - waitTimeout: How long an operation may wait while another session holds its category,
     ///     in seconds; `nil` waits as long as it takes.
     ///   - heartbeatInterval: How often a holding session checks that it is alive, in seconds.
-    ///   - fencingTable: The table of fencing tokens: a plain identifier, made if missing.
+    ///   - fencingSequence: The sequence of fencing tokens: a plain identifier (other characters
+    ///     are dropped), made if missing.
     ///   - logger: Where the lock logs what it does, at debug level.
     public init(
         client: PostgresClient,
@@ -67,7 +70,7 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
         unavailableTimeout: TimeInterval = 10,
         waitTimeout: TimeInterval? = nil,
         heartbeatInterval: TimeInterval = 1,
-        fencingTable: String = "operations_category_fences",
+        fencingSequence: String = "operations_category_fencing_tokens",
         logger: Logger = Logger(label: "PostgresCategoryLock")
     ) {
         self.client = client
@@ -75,7 +78,7 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
         self.unavailableTimeout = unavailableTimeout
         self.waitTimeout = waitTimeout
         self.heartbeatInterval = heartbeatInterval
-        self.fencingTable = fencingTable.filter { $0.isLetter || $0.isNumber || $0 == "_" }
+        self.fencingSequence = fencingSequence.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
         self.logger = logger
     }
 
@@ -109,28 +112,33 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
 
     // MARK: Used by a session
 
-    func ensureFencingTable(on connection: PostgresConnection) async throws {
-        guard !knowledge.withLock({ $0.tableReady }) else { return }
+    func ensureFencingSequence(on connection: PostgresConnection) async throws {
+        guard !knowledge.withLock({ $0.sequenceReady }) else { return }
         // Serialized by a transaction-level advisory lock, so that processes starting at once do
-        // not race in CREATE TABLE IF NOT EXISTS (which can fail on the catalog's unique index).
+        // not race in CREATE SEQUENCE IF NOT EXISTS (which can fail on the catalog's unique index).
         _ = try await connection.query("BEGIN", logger: logger).collect()
         do {
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(key(for: "\u{0}fencing-table")))", logger: logger).collect()
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(fencingTable) (category text PRIMARY KEY, token bigint NOT NULL)"), logger: logger).collect()
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(key(for: "\u{0}fencing-sequence")))", logger: logger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(fencingSequence) AS bigint"), logger: logger).collect()
             _ = try await connection.query("COMMIT", logger: logger).collect()
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger).collect()
             throw error
         }
-        knowledge.withLock { $0.tableReady = true }
+        knowledge.withLock { $0.sequenceReady = true }
     }
 
-    func nextFencingToken(for category: String, on connection: PostgresConnection) async throws -> UInt64 {
+    /// Waits at most `milliseconds` for the advisory lock `key`, then, once it is held, draws the
+    /// next fencing token, in one statement (one round trip). The lock timeout is set for this
+    /// statement only (`set_config(..., true)`), so the pooled connection keeps its own. Throws the
+    /// server's lock-timeout error (SQLSTATE 55P03) if the lock stays held elsewhere.
+    func lockAndDrawToken(key: Int64, waitingAtMost milliseconds: Int, on connection: PostgresConnection) async throws -> UInt64 {
         let rows = try await connection.query(
             PostgresQuery(unsafeSQL: """
-                INSERT INTO \(fencingTable) AS f (category, token) VALUES ($1, 1)
-                ON CONFLICT (category) DO UPDATE SET token = f.token + 1 RETURNING token
-                """, binds: { var binds = PostgresBindings(); binds.append(category); return binds }()),
+                WITH settings AS MATERIALIZED (SELECT set_config('lock_timeout', '\(max(1, milliseconds))ms', true) AS lock_timeout),
+                     granted AS MATERIALIZED (SELECT pg_advisory_lock(\(key)) FROM settings)
+                SELECT nextval('\(fencingSequence)') FROM granted
+                """),
             logger: logger
         ).collect()
         guard let token = try rows.first?.decode(Int64.self) else { throw PostgresLockProtocolError.noToken }

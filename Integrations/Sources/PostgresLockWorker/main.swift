@@ -20,6 +20,7 @@ import Glibc
 //   postgres-lock-worker --log FILE --hold CATEGORY              (holds it until killed)
 //   postgres-lock-worker --handoffs N --category C               (benchmark W8)
 //   postgres-lock-worker --raw-handoffs N --category C           (W8's reference: bare SQL)
+//   postgres-lock-worker --benchmark-w8 [--handoffs N]           (runs W8 both ways, prints the ratio)
 
 let arguments = CommandLine.arguments
 
@@ -125,6 +126,40 @@ struct Random {
         return z ^ (z >> 31)
     }
     mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
+
+if arguments.contains("--benchmark-w8") {
+    // W8: 1,000 handoffs of one cluster-wide category between 2 processes, each side in 2 copies
+    // of this executable: PostgresCategoryLock against a bare pg_advisory_lock/unlock loop.
+    let handoffs = Int(value("--handoffs") ?? "1000") ?? 1000
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    func timeRun(_ mode: String) -> Double? {
+        let category = "w8-\(UUID().uuidString.prefix(8))"
+        let start = DispatchTime.now().uptimeNanoseconds
+        let workers = (0..<2).compactMap { _ -> Process? in
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = [mode, String(handoffs / 2), "--category", category]
+            return (try? process.run()) == nil ? nil : process
+        }
+        workers.forEach { $0.waitUntilExit() }
+        guard workers.count == 2, workers.allSatisfy({ $0.terminationStatus == 0 }) else { return nil }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+    var raw: [Double] = []
+    var ours: [Double] = []
+    for _ in 0..<5 {
+        guard let rawRun = timeRun("--raw-handoffs"), let ourRun = timeRun("--handoffs") else { fail("a W8 run failed") }
+        raw.append(rawRun)
+        ours.append(ourRun)
+    }
+    let (rawMedian, ourMedian) = (raw.sorted()[2], ours.sorted()[2])
+    print("W8: \(handoffs) handoffs of one cluster-wide category between 2 processes, medians of 5, seconds")
+    func runs(_ times: [Double]) -> String { times.map { String(format: "%.3f", $0) }.joined(separator: " ") }
+    print(String(format: "  bare pg_advisory_lock loop (reference) %7.3f", rawMedian) + "  (runs: \(runs(raw)))")
+    print(String(format: "  PostgresCategoryLock                   %7.3f", ourMedian) + "  (runs: \(runs(ours)))")
+    print(String(format: "  W8 vs a bare advisory-lock loop        %.2f x   target <= 1.50 x", ourMedian / rawMedian))
+    exit(0)
 }
 
 if let handoffs = value("--raw-handoffs").flatMap(Int.init) {
