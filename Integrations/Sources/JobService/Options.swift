@@ -9,12 +9,17 @@ struct Options {
     /// How long one attempt of a job may run before it is cancelled as timed out.
     var jobTimeoutSeconds: Double = 5
     var logLevel = "info"
+    /// How long the server keeps answering GET after the drain, before it stops; `nil` takes a
+    /// tenth of the grace period, at most 1 second.
+    var lingerSeconds: Double?
 
     static let usage = """
-        usage: job-service [--port N] [--host ADDRESS] [--grace-seconds S] [--job-timeout-seconds S] [--log-level LEVEL]
+        usage: job-service [--port N] [--host ADDRESS] [--grace-seconds S] [--linger-seconds S] [--job-timeout-seconds S] [--log-level LEVEL]
           --port N                 the port to listen on (default 8080; 0 picks a free one, printed at start)
           --host ADDRESS           the address to listen on (default 127.0.0.1)
           --grace-seconds S        on SIGTERM, exit within S seconds (default 10)
+          --linger-seconds S       after the drain, GET keeps answering for S seconds, within the grace period
+                                   (default a tenth of it, at most 1)
           --job-timeout-seconds S  an attempt running longer than S seconds fails as timed out (default 5)
           --log-level LEVEL        trace, debug, info, notice, warning, error or critical (default info)
         """
@@ -33,6 +38,9 @@ struct Options {
             case "--grace-seconds":
                 guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else { throw OptionsError("--grace-seconds takes a number of seconds, 0 or more, not '\(value)'") }
                 graceSeconds = seconds
+            case "--linger-seconds":
+                guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else { throw OptionsError("--linger-seconds takes a number of seconds, 0 or more, not '\(value)'") }
+                lingerSeconds = seconds
             case "--job-timeout-seconds":
                 guard let seconds = Double(value), seconds.isFinite, seconds > 0 else { throw OptionsError("--job-timeout-seconds takes a number of seconds above 0, not '\(value)'") }
                 jobTimeoutSeconds = seconds

@@ -63,7 +63,7 @@ let app = Application(
 // the server still answers GET; then, after a short linger so that clients can read the final
 // states, the server. Everything fits in the grace period.
 let grace = options.graceSeconds
-let linger = min(1.0, grace * 0.1)
+let linger = min(options.lingerSeconds ?? min(1.0, grace * 0.1), grace * 0.5)
 let queueGrace = max(0, grace - linger - min(1.0, grace * 0.1))
 var configuration = ServiceGroupConfiguration(
     services: [
