@@ -16,7 +16,7 @@ import Glibc
 // "done <pid> <count>". Usage:
 //
 //   postgres-lock-worker --log FILE [--categories a,b] [--operations N] [--queues Q]
-//       [--cancel-percent P] [--hold-microseconds H] [--seed S]
+//       [--cancel-percent P] [--hold-microseconds H] [--seed S] [--several]
 //   postgres-lock-worker --log FILE --hold CATEGORY              (holds it until killed)
 //   postgres-lock-worker --handoffs N --category C               (benchmark W8)
 //   postgres-lock-worker --raw-handoffs N --category C           (W8's reference: bare SQL)
@@ -204,6 +204,7 @@ let operationCount = Int(value("--operations") ?? "100") ?? 100
 let queueCount = max(1, Int(value("--queues") ?? "1") ?? 1)
 let cancelPercent = Int(value("--cancel-percent") ?? "0") ?? 0
 let holdMicroseconds = UInt32(value("--hold-microseconds") ?? "0") ?? 0
+let several = arguments.contains("--several")
 var random = Random(state: UInt64(value("--seed") ?? "") ?? UInt64(pid))
 
 let queues = (0..<queueCount).map { index in
@@ -214,7 +215,11 @@ let queues = (0..<queueCount).map { index in
 var operations: [AsyncOperation] = []
 for index in 0..<operationCount {
     let name = "\(pid)-\(index)"
-    let operation = LoggedOperation(name: name, categories: [categories[random.below(categories.count)]], log: log, holdMicroseconds: holdMicroseconds)
+    var needs = [categories[random.below(categories.count)]]
+    if several, random.below(4) == 0 {
+        needs.append(categories[random.below(categories.count)]) // in either order: the lock sorts them
+    }
+    let operation = LoggedOperation(name: name, categories: Array(Set(needs)), log: log, holdMicroseconds: holdMicroseconds)
     operation.addObserver(FinishLogger(log: log, name: name))
     operations.append(operation)
 }

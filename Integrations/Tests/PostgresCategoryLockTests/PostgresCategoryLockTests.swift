@@ -231,7 +231,7 @@ struct PostgresCategoryLockProcessTests {
         let workers = try (0..<2).map { index in
             try ChildProcess("postgres-lock-worker", [
                 "--log", log, "--categories", "\(prefix)-a,\(prefix)-b,\(prefix)-c,\(prefix)-d", "--operations", "2000",
-                "--queues", "3", "--cancel-percent", "10", "--hold-microseconds", "200", "--seed", String(index + 1),
+                "--queues", "3", "--cancel-percent", "10", "--hold-microseconds", "200", "--several", "--seed", String(index + 1),
             ])
         }
         defer { workers.forEach { $0.stop() } }
