@@ -198,6 +198,54 @@ struct ExclusiveCategoryLockTests {
         #expect(operation.errors.isEmpty)
         #expect(tokens.all == [1, 1])
     }
+
+    @Test func theLockFile_holdsTheTokenAndTheHoldersProcessID_inAFixedReadableRecord() throws {
+        defer { directory.remove() }
+        let lock = try makeLock()
+        let category = uniqueName("billing")
+        let operations = (0..<2).map { _ in
+            let operation = AsyncBlockOperation { }
+            operation.addCondition(ExclusiveCategory(category, lock: lock))
+            return operation
+        }
+        AsyncOperationQueue().addOperations(operations, waitUntilFinished: true)
+
+        let record = try String(contentsOf: lock.lockFile(for: category), encoding: .utf8)
+        let pid = String(ProcessInfo.processInfo.processIdentifier)
+        #expect(record == "00000000000000000002 " + String(repeating: "0", count: 10 - pid.count) + pid + "\n")
+    }
+
+    @Test func lockFileNames_keepLettersDigitsDashesAndUnderscores_andEscapeTheRest() throws {
+        defer { directory.remove() }
+        let lock = try makeLock()
+        #expect(lock.lockFile(for: "billing-2026_Q4").lastPathComponent == "billing-2026_Q4.lock")
+        #expect(lock.lockFile(for: "tenant/42 é").lastPathComponent == "tenant%2F42%20%C3%A9.lock")
+        #expect(lock.lockFile(for: ".hidden.x").lastPathComponent == "%2Ehidden.x.lock")
+        let long = lock.lockFile(for: String(repeating: "x", count: 300)).lastPathComponent
+        #expect(long.utf8.count < 255 && long.hasPrefix(String(repeating: "x", count: 160) + "-"))
+    }
+
+    @Test func aLockFileWhoseRecordIsNotOurs_failsTheGrant_andIsLeftAsItIs() throws {
+        defer { directory.remove() }
+        let lock = try makeLock()
+        let category = uniqueName("billing")
+        let garbage = "not a fencing token\n"
+        try garbage.write(to: lock.lockFile(for: category), atomically: false, encoding: .utf8)
+        let ran = Counter()
+        let operation = AsyncBlockOperation { ran.increment() }
+        operation.addCondition(ExclusiveCategory(category, lock: lock))
+
+        AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
+
+        #expect(ran.current == 0)
+        guard case let .unavailable(_, underlying)? = operation.errors.first as? CategoryLockError else {
+            Issue.record("expected CategoryLockError.unavailable, got \(operation.errors)")
+            return
+        }
+        #expect(underlying is FileCategoryLockCorruptRecord)
+        #expect(try String(contentsOf: lock.lockFile(for: category), encoding: .utf8) == garbage)
+        #expect(openFileDescriptors(on: lock.lockFile(for: category).path) == 0)
+    }
 }
 
 private enum Billing {}

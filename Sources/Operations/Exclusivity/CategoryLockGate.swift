@@ -69,7 +69,7 @@ final class CategoryLockGate: Sendable {
         }
         let (category, lock) = locks[index]
         let request = CategoryLockRequest(category: category)
-        guard state.withLock({ $0.nowAcquiring(category, with: request, round: round) }) else {
+        guard case .ask = state.withLock({ $0.nowAcquiring(category, with: request, round: round) }) else {
             leases.values.forEach { $0.release() }
             perform(state.withLock { $0.failed(CancellationError(), round: round) }, for: operation)
             return
@@ -110,12 +110,20 @@ final class CategoryLockGate: Sendable {
         case let .fail(error):
             operation.finish(with: error)
             operation.categoryLocksAcquired(grantedBy: exclusivity) // finishing: its categories go back with the finish
+        case let .releaseAndFail(leases, error):
+            leases.forEach { $0.release() }
+            perform(.fail(error), for: operation)
         }
     }
 
     private func leaseLost(_ category: String, round: UInt64, of operation: AsyncOperation) {
-        if let error = state.withLock({ $0.lost(category, round: round) }) {
+        switch state.withLock({ $0.lost(category, round: round) }) {
+        case .none:
+            break
+        case let .cancel(error):
             operation.cancel(with: error)
+        case let .endRound(request):
+            request?.cancel()
         }
     }
 

@@ -21,8 +21,9 @@ struct CategoryLockGateState: Sendable {
         /// Holds no lease, and asks for none.
         case idle
         /// Acquiring its leases in round `generation`; `current` is the category asked for now, by
-        /// `request`.
-        case acquiring(generation: UInt64, request: CategoryLockRequest?, current: String?, stop: Stop?)
+        /// `request`; `lost` the first category whose lease, granted in this round, was lost
+        /// before the round ended (the round then fails with `CategoryLockError.lost`).
+        case acquiring(generation: UInt64, request: CategoryLockRequest?, current: String?, stop: Stop?, lost: String?)
         /// Holds every lease of round `generation`.
         case held(generation: UInt64, leases: [String: any CategoryLease])
         /// The operation finished: nothing is acquired any more.
@@ -46,10 +47,10 @@ struct CategoryLockGateState: Sendable {
     /// The operation was granted its categories within the process.
     mutating func begin() -> BeginAction {
         switch phase {
-        case .idle, .acquiring(_, _, _, .suspended):
+        case .idle, .acquiring(_, _, _, .suspended, _):
             // A round stopped by a suspension may still be ending: its answer is stale now.
             generation += 1
-            phase = .acquiring(generation: generation, request: nil, current: nil, stop: nil)
+            phase = .acquiring(generation: generation, request: nil, current: nil, stop: nil, lost: nil)
             return .acquire(generation: generation)
         case .done:
             return .giveBackLocally
@@ -58,12 +59,19 @@ struct CategoryLockGateState: Sendable {
         }
     }
 
-    /// Round `round` now asks for `category` with `request`; `false` if the round was stopped
-    /// meanwhile (it gives back what it got, and asks no more).
-    mutating func nowAcquiring(_ category: String, with request: CategoryLockRequest, round: UInt64) -> Bool {
-        guard case let .acquiring(current, _, _, nil) = phase, current == round else { return false }
-        phase = .acquiring(generation: current, request: request, current: category, stop: nil)
-        return true
+    enum AskAction {
+        /// Ask the lock.
+        case ask
+        /// The round was stopped meanwhile, or a lease it got was lost: give back what it got,
+        /// ask no more, and end the round (`failed`).
+        case endRound
+    }
+
+    /// Round `round` now asks for `category` with `request`.
+    mutating func nowAcquiring(_ category: String, with request: CategoryLockRequest, round: UInt64) -> AskAction {
+        guard case let .acquiring(current, _, _, nil, nil) = phase, current == round else { return .endRound }
+        phase = .acquiring(generation: current, request: request, current: category, stop: nil, lost: nil)
+        return .ask
     }
 
     enum OutcomeAction {
@@ -76,15 +84,22 @@ struct CategoryLockGateState: Sendable {
         /// The locks could not be reached: the operation fails with the error, then gives its
         /// in-process categories back.
         case fail(any Error)
+        /// A lease was lost before the operation ran: give these leases back, then fail as `fail`.
+        case releaseAndFail([any CategoryLease], any Error)
     }
 
     /// Round `round` got every lease.
     mutating func acquired(_ leases: [String: any CategoryLease], round: UInt64) -> OutcomeAction {
-        guard case let .acquiring(current, _, _, stop) = phase, current == round else {
+        guard case let .acquiring(current, _, _, stop, lost) = phase, current == round else {
             return .release(Array(leases.values)) // a stale round: cannot happen, but loses nothing
         }
         switch stop {
         case nil:
+            if let lost {
+                // A lease went before the operation could run: it must never run without it.
+                phase = .idle
+                return .releaseAndFail(Array(leases.values), CategoryLockError.lost(category: lost))
+            }
             phase = .held(generation: round, leases: leases)
             return .proceed
         case .suspended:
@@ -98,11 +113,11 @@ struct CategoryLockGateState: Sendable {
 
     /// Round `round` ended without its leases (the ones it got are given back already).
     mutating func failed(_ error: any Error, round: UInt64) -> OutcomeAction {
-        guard case let .acquiring(current, _, _, stop) = phase, current == round else { return .release([]) }
+        guard case let .acquiring(current, _, _, stop, lost) = phase, current == round else { return .release([]) }
         switch stop {
         case nil:
             phase = .idle
-            return .fail(error)
+            return .fail(lost.map { CategoryLockError.lost(category: $0) } ?? error)
         case .suspended:
             phase = .idle
             return .release([])
@@ -126,10 +141,10 @@ struct CategoryLockGateState: Sendable {
     /// The operation finished: stop a round under way, or give back the leases held.
     mutating func finished() -> StopAction {
         switch phase {
-        case .acquiring(_, _, _, .suspended):
+        case .acquiring(_, _, _, .suspended, _):
             return .none // stopped already, its categories given back: it ends by itself
-        case let .acquiring(round, request, category, _):
-            phase = .acquiring(generation: round, request: request, current: category, stop: .finished)
+        case let .acquiring(round, request, category, _, lost):
+            phase = .acquiring(generation: round, request: request, current: category, stop: .finished, lost: lost)
             return .cancel(request)
         case let .held(_, leases):
             phase = .done
@@ -145,8 +160,8 @@ struct CategoryLockGateState: Sendable {
     /// Its queue was suspended while it waited for a lock: the round stops, and the operation
     /// gives its in-process categories back (`.cancel`), or it is not waiting for a lock (`.none`).
     mutating func suspended() -> StopAction {
-        guard case let .acquiring(round, request, category, nil) = phase else { return .none }
-        phase = .acquiring(generation: round, request: request, current: category, stop: .suspended)
+        guard case let .acquiring(round, request, category, nil, lost) = phase else { return .none }
+        phase = .acquiring(generation: round, request: request, current: category, stop: .suspended, lost: lost)
         return .cancel(request)
     }
 
@@ -158,11 +173,27 @@ struct CategoryLockGateState: Sendable {
         return .release(Array(leases.values))
     }
 
-    /// The lease of `category`, granted in round `round`, was lost: the error to cancel the
-    /// operation with, if it still holds that round's leases.
-    func lost(_ category: String, round: UInt64) -> CategoryLockError? {
-        guard case let .held(current, _) = phase, current == round else { return nil }
-        return .lost(category: category)
+    enum LostAction {
+        /// The lease no longer matters (its round ended).
+        case none
+        /// The operation holds that round's leases: cancel it with the error.
+        case cancel(CategoryLockError)
+        /// The round is still acquiring: cancel its request (if any), so that it ends soon and
+        /// fails with `CategoryLockError.lost`.
+        case endRound(CategoryLockRequest?)
+    }
+
+    /// The lease of `category`, granted in round `round`, was lost.
+    mutating func lost(_ category: String, round: UInt64) -> LostAction {
+        switch phase {
+        case let .held(current, _) where current == round:
+            return .cancel(.lost(category: category))
+        case let .acquiring(current, request, awaited, nil, lost) where current == round:
+            phase = .acquiring(generation: current, request: request, current: awaited, stop: nil, lost: lost ?? category)
+            return .endRound(request)
+        default:
+            return .none
+        }
     }
 
     // MARK: Reading
@@ -175,7 +206,7 @@ struct CategoryLockGateState: Sendable {
 
     /// The category a round under way waits for now.
     var awaitedCategory: String? {
-        guard case let .acquiring(_, _, category, nil) = phase else { return nil }
+        guard case let .acquiring(_, _, category, nil, _) = phase else { return nil }
         return category
     }
 }

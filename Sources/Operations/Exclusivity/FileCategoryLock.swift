@@ -76,7 +76,7 @@ public final class FileCategoryLock: CategoryLock {
     }
 
     private func lockFilePath(for category: String) -> String {
-        path + "/" + LockFileName.make(for: category)
+        (path.hasSuffix("/") ? path : path + "/") + LockFileName.make(for: category)
     }
 
     /// Tries the category's lock file without blocking, again and again (every 50 µs at first,
@@ -201,17 +201,37 @@ private final class LockFileAttempt: @unchecked Sendable { // @unchecked: one po
     }
 
     /// Holding the lock: writes the next fencing token and this process's ID into the file.
+    /// Holding the lock: writes the next fencing token and this process's ID into the file. A
+    /// record that cannot be read, or whose token cannot grow, is left as it is and the grant
+    /// fails: a token that started again from 1 would let a stale holder through.
     private func stampGrant() throws -> any CategoryLease {
-        let previous = LockFileRecord.read(descriptor: descriptor)?.token ?? 0
+        let previous: UInt64
+        switch LockFileRecord.read(descriptor: descriptor) {
+        case .empty:
+            previous = 0
+        case let .record(record):
+            previous = record.token
+        case let .unreadable(error):
+            throw giveBack(CategoryLockError.unavailable(category: category, underlying: error))
+        case .corrupt:
+            throw giveBack(CategoryLockError.unavailable(category: category, underlying: FileCategoryLockCorruptRecord(file: file)))
+        }
+        guard previous < UInt64.max else {
+            throw giveBack(CategoryLockError.unavailable(category: category, underlying: FileCategoryLockCorruptRecord(file: file)))
+        }
         let record = LockFileRecord(token: previous + 1, pid: getpid())
         guard record.write(to: descriptor) else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            flock(descriptor, LOCK_UN)
-            closeUnlessGranted()
-            throw CategoryLockError.unavailable(category: category, underlying: error)
+            throw giveBack(CategoryLockError.unavailable(category: category, underlying: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)))
         }
         granted = true
         return FileCategoryLease(descriptor: descriptor, fencingToken: record.token)
+    }
+
+    /// Lets go of the lock taken by a grant that failed, and returns `error`.
+    private func giveBack(_ error: CategoryLockError) -> CategoryLockError {
+        flock(descriptor, LOCK_UN)
+        closeUnlessGranted()
+        return error
     }
 
     /// Closes the descriptor of an attempt that did not end in a grant (a granted one belongs to
@@ -227,6 +247,18 @@ private final class LockFileAttempt: @unchecked Sendable { // @unchecked: one po
     }
 }
 
+/// A lock file whose record is not one this lock wrote (or whose token reached `UInt64.max`):
+/// the grant fails with `CategoryLockError.unavailable` rather than start the fencing tokens
+/// again. Mend it by writing a token no lower than the last one your resources accepted, as
+/// 20 digits, a space, 10 digits and a newline (`printf '%020d %010d\n' TOKEN 0 > FILE`).
+public struct FileCategoryLockCorruptRecord: Error, CustomStringConvertible {
+    /// The lock file's path.
+    public let file: String
+
+    /// "the lock file PATH holds no fencing token this lock can read or increase".
+    public var description: String { "the lock file \(file) holds no fencing token this lock can read or increase" }
+}
+
 /// Opens (creating if needed) a lock file for reading and writing, closed on `exec`.
 private func openLockFile(_ file: String) -> Int32 {
     open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -239,11 +271,23 @@ private struct LockFileRecord {
     let token: UInt64
     let pid: Int32
 
-    static func read(descriptor: Int32) -> LockFileRecord? {
+    /// What reading a lock file found.
+    enum Reading {
+        /// Nothing: no grant yet.
+        case empty
+        case record(LockFileRecord)
+        /// `pread` failed.
+        case unreadable(POSIXError)
+        /// Bytes that are not a record.
+        case corrupt
+    }
+
+    static func read(descriptor: Int32) -> Reading {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
             let count = pread(descriptor, buffer.baseAddress, size, 0)
-            guard count > 0 else { return nil }
-            return parse(UnsafeBufferPointer(rebasing: buffer[..<count]))
+            if count < 0 { return .unreadable(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+            if count == 0 { return .empty }
+            return parse(UnsafeBufferPointer(rebasing: buffer[..<count])).map(Reading.record) ?? .corrupt
         }
     }
 
@@ -251,30 +295,30 @@ private struct LockFileRecord {
         let descriptor = open(file, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        return read(descriptor: descriptor)
+        guard case let .record(record) = read(descriptor: descriptor) else { return nil }
+        return record
     }
 
-    /// Two decimal fields separated by spaces, newlines or NULs; `nil` unless the first is a token.
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> LockFileRecord? {
-        var fields: [UInt64] = []
-        var current: UInt64?
-        for byte in bytes {
-            if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
-                let (times10, overflow1) = (current ?? 0).multipliedReportingOverflow(by: 10)
-                let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-                guard !overflow1, !overflow2 else { return nil }
-                current = sum
-            } else if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == 0 {
-                if let value = current { fields.append(value) }
-                current = nil
-            } else {
-                return nil
-            }
-        }
-        if let value = current { fields.append(value) }
-        guard let token = fields.first else { return nil }
-        let pid = fields.dropFirst().first.flatMap { Int32(exactly: $0) } ?? 0
+    /// The token (decimal digits, first) and the holder's process ID (the next field, if it is
+    /// a number), separated by spaces, newlines or NULs; `nil` unless the token is whole.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> LockFileRecord? {
+        let fields = bytes.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == 0 })
+        guard let token = fields.first.flatMap(decimal) else { return nil }
+        let pid = fields.dropFirst().first.flatMap(decimal).flatMap { Int32(exactly: $0) } ?? 0
         return LockFileRecord(token: token, pid: pid)
+    }
+
+    /// The value of decimal digits; `nil` for anything else, or a value beyond `UInt64`.
+    private static func decimal(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflowed, !carried else { return nil }
+            value = sum
+        }
+        return value
     }
 
     func write(to descriptor: Int32) -> Bool {
