@@ -3,33 +3,18 @@ import Operations
 import PostgresNIO
 
 /// One acquisition of a category by a `PostgresCategoryLock`: a task that leases a connection,
-/// waits in its session for the category's advisory lock, stamps the next fencing token, hands
-/// out the lease, and then holds the session (checking that it is alive) until the lease is
-/// released or lost. The task is never cancelled once it has a connection: a query cut short could
-/// leave the lock held by a pooled connection. It watches `abandoned` instead, and every way out
-/// of the session unlocks everything the session holds.
+/// waits in its session for the category's advisory lock, draws the next fencing token, hands
+/// out the lease, and then holds the session (checking that it answers) until the lease is
+/// released or lost. The rules are `LockSessionState`'s; this performs them. The task is never
+/// cancelled once it has a connection: a query cut short could leave the lock held by a pooled
+/// connection. It watches the state instead, and every way out of the session unlocks everything
+/// the session holds, or closes the connection if even that fails.
 final class LockSession: Sendable {
     private let lock: PostgresCategoryLock
     private let category: String
     private let key: Int64
     private let onLost: @Sendable (CategoryLockError) -> Void
-    private let state = LockedBox(State())
-
-    private struct State {
-        var waiter: CheckedContinuation<any CategoryLease, any Error>?
-        /// Nobody wants the lease any more (the request was cancelled, or it failed).
-        var abandoned = false
-        /// The session has a connection now (the task may no longer be cancelled).
-        var connected = false
-        var holder: Task<Void, Never>?
-        /// Gives up once `unavailableTimeout` has passed with no connection; cancelled once the
-        /// request is settled.
-        var timer: Task<Void, Never>?
-        var released = false
-        var sleeper: Task<Void, Never>?
-        var lastError: (any Error)?
-        var lostReported = false
-    }
+    private let state = LockedBox(LockSessionState())
 
     init(lock: PostgresCategoryLock, category: String, key: Int64, onLost: @escaping @Sendable (CategoryLockError) -> Void) {
         self.lock = lock
@@ -40,24 +25,19 @@ final class LockSession: Sendable {
 
     func acquire() async throws -> any CategoryLease {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                state.withLock { $0.waiter = continuation }
-                let holder = Task.detached { await self.run() }
-                let cancelAtOnce = state.withLock { state -> Bool in
-                    state.holder = holder
-                    return state.abandoned && !state.connected
+            try await withCheckedThrowingContinuation { waiter in
+                switch state.withLock({ $0.wait(with: waiter) }) {
+                case let .fail(waiter, error):
+                    waiter.resume(throwing: error)
+                case .start:
+                    let holder = Task.detached { await self.run() }
+                    let timeout = lock.unavailableTimeout
+                    let timer = Task.detached { [weak self] in
+                        try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+                        self?.timerFired()
+                    }
+                    state.withLock { $0.started(holder: holder, timer: timer) }.forEach { $0.cancel() }
                 }
-                if cancelAtOnce { holder.cancel() }
-                let timeout = lock.unavailableTimeout
-                let timer = Task.detached { [weak self] in
-                    try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-                    self?.giveUpIfNeverConnected()
-                }
-                let settled = state.withLock { state -> Bool in
-                    state.timer = timer
-                    return state.waiter == nil
-                }
-                if settled { timer.cancel() }
             }
         } onCancel: {
             self.abandon(with: CancellationError())
@@ -67,8 +47,7 @@ final class LockSession: Sendable {
     // MARK: The session
 
     private func run() async {
-        var lastSuccess = DispatchTime.now().uptimeNanoseconds
-        while !isAbandoned {
+        while !state.withLock({ $0.isAbandoned }) {
             do {
                 try await lock.client.withConnection { connection in
                     try await self.session(on: connection)
@@ -78,158 +57,158 @@ final class LockSession: Sendable {
                 abandon(with: error)
                 return
             } catch {
-                // Not reached, or the connection dropped before the grant: try again, up to the
-                // lock's timeout since things last worked.
-                state.withLock { $0.lastError = error; $0.connected = false }
-                if isGranted { return } // lost after the grant: reported by the heartbeat
-                if seconds(since: lastSuccess) >= lock.unavailableTimeout {
+                // Not reached, the connection dropped before the grant, or the server refused a
+                // query: try again, until failures have lasted the lock's timeout.
+                if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "42P01" {
+                    lock.forgetFencingSequence() // dropped while we ran: make it again
+                }
+                let now = DispatchTime.now().uptimeNanoseconds
+                switch state.withLock({ $0.attemptFailed(error, now: now, unavailableTimeout: lock.unavailableTimeout) }) {
+                case .stop:
+                    return
+                case let .giveUp(error):
                     abandon(with: CategoryLockError.unavailable(category: category, underlying: error))
                     return
+                case .retry:
+                    try? await Task.sleep(nanoseconds: 200_000_000)
                 }
-                try? await Task.sleep(nanoseconds: 200_000_000)
             }
-            lastSuccess = DispatchTime.now().uptimeNanoseconds
         }
     }
 
     private func session(on connection: PostgresConnection) async throws {
-        guard markConnected() else { return }
+        guard state.withLock({ $0.connected() }) else { return }
         do {
             try await lock.ensureFencingSequence(on: connection)
             guard let token = try await waitForLock(on: connection) else {
-                try? await unlockEverything(on: connection)
+                await unlockEverything(on: connection)
                 return
             }
-            guard deliver(PostgresLease(fencingToken: token, session: self)) else {
-                try? await unlockEverything(on: connection)
+            switch state.withLock({ $0.granted() }) {
+            case .unlock:
+                await unlockEverything(on: connection)
                 return
+            case let .resume(waiter, timer):
+                timer?.cancel()
+                lock.forgetHolder(of: category)
+                waiter.resume(returning: PostgresLease(fencingToken: token, session: self))
             }
             // A session the server ends (or a connection that drops) closes the channel at once.
-            connection.closeFuture.whenComplete { _ in self.reportLostUnlessReleased() }
+            connection.closeFuture.whenComplete { [weak self] _ in self?.leaseLost() }
         } catch {
-            try? await unlockEverything(on: connection)
+            await unlockEverything(on: connection)
             throw error
         }
         await holdUntilReleased(on: connection)
-        try? await unlockEverything(on: connection)
+        await unlockEverything(on: connection)
     }
 
     /// Waits in the session for the category's advisory lock, and draws the grant's fencing token
     /// once it is held: the token, or `nil` if the request was abandoned meanwhile. Each try is one
     /// blocking statement that the server wakes the moment the holder lets go, cut short after
     /// 50 ms the first time (then the holder is looked up, for the snapshot) and every 200 ms after
-    /// that, so that an abandoned request stops soon.
+    /// that, so that an abandoned request stops soon. A try cut short just as the lock was granted
+    /// leaves it held (twice, after the next try): only `pg_advisory_unlock_all()` frees it, which
+    /// is why every way out of the session calls it.
     private func waitForLock(on connection: PostgresConnection) async throws -> UInt64? {
         let began = DispatchTime.now().uptimeNanoseconds
         var tries = 0
         while true {
-            if isAbandoned { return nil }
+            if state.withLock({ $0.isAbandoned }) { return nil }
             if let waitTimeout = lock.waitTimeout, seconds(since: began) >= waitTimeout {
                 throw CategoryLockError.unavailable(category: category, underlying: CategoryLockWaitTimedOut(category: category, after: waitTimeout))
             }
             do {
-                return try await lock.lockAndDrawToken(key: key, waitingAtMost: tries == 0 ? 50 : 200, on: connection)
+                let token = try await lock.lockAndDrawToken(key: key, waitingAtMost: tries == 0 ? 50 : 200, on: connection)
+                state.withLock { $0.serverAnswered() }
+                return token
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+                state.withLock { $0.serverAnswered() }
                 if tries % 10 == 0 { await lock.noteHolder(of: category, key: key, on: connection) }
                 tries += 1
             }
         }
     }
 
-    /// Holds the session until the lease is released, checking every heartbeat that it is alive;
-    /// reports the lease lost if it is not.
+    /// Holds the session until the lease is released, checking every heartbeat that the server
+    /// still answers, within `heartbeatTimeout`; reports the lease lost, and closes the
+    /// connection, if it does not.
     private func holdUntilReleased(on connection: PostgresConnection) async {
         let interval = UInt64(max(0.01, lock.heartbeatInterval) * 1_000_000_000)
         while true {
             let sleeper = Task { _ = try? await Task.sleep(nanoseconds: interval) }
-            let keepHolding = state.withLock { state -> Bool in
-                guard !state.released else { return false }
-                state.sleeper = sleeper
-                return true
-            }
-            guard keepHolding else {
+            guard state.withLock({ $0.pausing(with: sleeper) }) else {
                 sleeper.cancel()
                 return
             }
             await sleeper.value
-            if isReleased { return }
-            do {
-                _ = try await connection.query("SELECT 1", logger: lock.queryLogger).collect()
-            } catch {
-                reportLostUnlessReleased()
+            guard state.withLock({ $0.isHeld }) else { return }
+            guard await answers(connection, within: lock.heartbeatTimeout) else {
+                leaseLost()
+                try? await connection.close()
                 return
             }
         }
     }
 
-    /// The session ended while the lease was held: the operation holding it hears it, once.
-    private func reportLostUnlessReleased() {
-        let report = state.withLock { state -> Bool in
-            guard !state.released, !state.lostReported else { return false }
-            state.lostReported = true
-            return true
-        }
-        if report { onLost(.lost(category: category)) }
-    }
-
-    private func unlockEverything(on connection: PostgresConnection) async throws {
-        _ = try await connection.query("SELECT pg_advisory_unlock_all()", logger: lock.queryLogger).collect()
-    }
-
-    // MARK: State
-
-    private var isAbandoned: Bool { state.withLock { $0.abandoned } }
-    private var isReleased: Bool { state.withLock { $0.released } }
-    private var isGranted: Bool { state.withLock { $0.waiter == nil && !$0.abandoned } }
-
-    private func markConnected() -> Bool {
-        state.withLock { state in
-            guard !state.abandoned else { return false }
-            state.connected = true
-            return true
+    /// Whether `SELECT 1` comes back within `seconds`. A query that hangs (a silent network
+    /// partition can hold it for many minutes) is not waited for.
+    private func answers(_ connection: PostgresConnection, within seconds: TimeInterval) async -> Bool {
+        let answer = FirstAnswer()
+        return await withCheckedContinuation { continuation in
+            answer.onFirst { continuation.resume(returning: $0) }
+            let deadline = Task.detached {
+                try? await Task.sleep(nanoseconds: UInt64(max(0.1, seconds) * 1_000_000_000))
+                answer.give(false)
+            }
+            Task.detached { [logger = lock.queryLogger] in
+                let answered = (try? await connection.query("SELECT 1", logger: logger).collect()) != nil
+                deadline.cancel()
+                answer.give(answered)
+            }
         }
     }
 
-    /// Hands the lease to the waiter: `false` if nobody waits any more.
-    private func deliver(_ lease: PostgresLease) -> Bool {
-        let (waiter, timer) = state.withLock { state -> (CheckedContinuation<any CategoryLease, any Error>?, Task<Void, Never>?) in
-            defer { state.waiter = nil; state.timer = nil }
-            return (state.abandoned ? nil : state.waiter, state.timer)
-        }
-        timer?.cancel()
-        guard let waiter else { return false }
-        waiter.resume(returning: lease)
-        return true
+    /// The session ended, or stopped answering, while the lease was out: its holder hears it, once.
+    private func leaseLost() {
+        guard case let .report(sleeper) = state.withLock({ $0.lost() }) else { return }
+        sleeper?.cancel()
+        onLost(.lost(category: category))
     }
+
+    /// Frees every advisory lock of the session; closes the connection if that fails, so that
+    /// no pooled connection keeps a category.
+    private func unlockEverything(on connection: PostgresConnection) async {
+        do {
+            _ = try await connection.query("SELECT pg_advisory_unlock_all()", logger: lock.queryLogger).collect()
+        } catch {
+            try? await connection.close()
+        }
+    }
+
+    // MARK: Giving up and releasing
 
     /// Nobody wants the lease any more: the waiter hears `error`; a task that has no connection
     /// yet is cancelled (one that has one stops by itself, unlocking).
     private func abandon(with error: any Error) {
-        let (waiter, holder, timer) = state.withLock { state -> (CheckedContinuation<any CategoryLease, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
-            guard state.waiter != nil else { return (nil, nil, nil) }
-            state.abandoned = true
-            defer { state.waiter = nil; state.timer = nil }
-            return (state.waiter, state.connected ? nil : state.holder, state.timer)
-        }
-        timer?.cancel()
-        waiter?.resume(throwing: error)
-        holder?.cancel()
+        guard case let .fail(waiter, error, tasks) = state.withLock({ $0.abandon(with: error) }) else { return }
+        tasks.forEach { $0.cancel() }
+        waiter.resume(throwing: error)
     }
 
-    private func giveUpIfNeverConnected() {
-        let neverConnected = state.withLock { $0.waiter != nil && !$0.connected }
-        guard neverConnected else { return }
-        let underlying: any Error = state.withLock { $0.lastError } ?? PostgresUnreachable(after: lock.unavailableTimeout)
-        abandon(with: CategoryLockError.unavailable(category: category, underlying: underlying))
+    private func timerFired() {
+        let action = state.withLock { state in
+            state.timerFired { [category, timeout = lock.unavailableTimeout] last in
+                CategoryLockError.unavailable(category: category, underlying: last ?? PostgresUnreachable(after: timeout))
+            }
+        }
+        guard case let .fail(waiter, error, tasks) = action else { return }
+        tasks.forEach { $0.cancel() }
+        waiter.resume(throwing: error)
     }
 
     func release() {
-        let sleeper = state.withLock { state -> Task<Void, Never>? in
-            state.released = true
-            defer { state.sleeper = nil }
-            return state.sleeper
-        }
-        sleeper?.cancel()
+        state.withLock { $0.released() }?.cancel()
     }
 
     private func seconds(since start: UInt64) -> TimeInterval {
@@ -250,6 +229,10 @@ final class PostgresLease: CategoryLease {
     func release() {
         session.release()
     }
+
+    deinit {
+        session.release() // a lease dropped without release still frees its category
+    }
 }
 
 /// The server could not be reached within the lock's timeout, and the client gave no error.
@@ -257,21 +240,6 @@ public struct PostgresUnreachable: Error, CustomStringConvertible {
     /// The lock's `unavailableTimeout`, in seconds.
     public let after: TimeInterval
 
+    /// "no connection to the PostgreSQL server within N s".
     public var description: String { "no connection to the PostgreSQL server within \(after) s" }
-}
-
-/// A value reached only while holding its lock.
-final class LockedBox<Value>: @unchecked Sendable { // @unchecked: `value` is only touched while holding `lock`
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

@@ -9,14 +9,18 @@ import PostgresNIO
 /// Each granted category holds one connection of the client, in a session that holds the advisory
 /// lock of the category; the server ends the lock when that session ends, so a holder that dies
 /// or loses its connection never keeps a category. While it holds, the session checks every
-/// `heartbeatInterval` that it is alive: once it is not (ended by `pg_terminate_backend`, a
-/// dropped connection, a stopped server), the operation holding the category is cancelled with
-/// `CategoryLockError.lost`.
+/// `heartbeatInterval` that the server still answers, within `heartbeatTimeout`: once it does
+/// not (the session ended by `pg_terminate_backend`, a dropped connection, a stopped server, a
+/// network that went silent), the operation holding the category is cancelled with
+/// `CategoryLockError.lost`. Behind a network that may go silent, also let the server end idle
+/// sessions it cannot reach (`tcp_keepalives_idle` and friends), so that it frees their locks.
 ///
 /// Each grant takes its fencing token from the sequence `fencingSequence` (made by the lock
 /// itself, safely when several processes start at once) in the same statement that acquires the
 /// advisory lock, after the lock is held: every token is greater than every token handed out
 /// before it, for any category, so tokens grow strictly per category but are not consecutive.
+/// The sequence's name is resolved through each session's `search_path`: every process sharing
+/// the categories must reach the same sequence (qualify it with a schema if theirs differ).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)   // run it: await client.run()
@@ -40,8 +44,11 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// `CategoryLockError.unavailable` (underlying `CategoryLockWaitTimedOut`), in seconds; `nil`,
     /// the default, waits as long as it takes.
     public let waitTimeout: TimeInterval?
-    /// How often a holding session checks that it is alive, in seconds.
+    /// How often a holding session checks that the server still answers, in seconds.
     public let heartbeatInterval: TimeInterval
+    /// How long a heartbeat waits for the server's answer before the lease counts as lost, in
+    /// seconds: three heartbeat intervals, and at least two seconds.
+    public var heartbeatTimeout: TimeInterval { max(2, 3 * heartbeatInterval) }
     /// The sequence that fencing tokens are drawn from, shared by every category.
     public let fencingSequence: String
     private let logger: Logger
@@ -60,9 +67,11 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     ///   - unavailableTimeout: How long an acquisition tries to reach the server, in seconds.
     ///   - waitTimeout: How long an operation may wait while another session holds its category,
     ///     in seconds; `nil` waits as long as it takes.
-    ///   - heartbeatInterval: How often a holding session checks that it is alive, in seconds.
-    ///   - fencingSequence: The sequence of fencing tokens: a plain identifier (other characters
-    ///     are dropped), made if missing.
+    ///   - heartbeatInterval: How often a holding session checks that the server still answers, in
+    ///     seconds.
+    ///   - fencingSequence: The sequence of fencing tokens, made if missing: a name, or a schema and
+    ///     a name separated by a dot, of letters, digits and underscores (other characters are
+    ///     dropped; what is left empty falls back to the default).
     ///   - logger: Where the lock logs what it does, at debug level.
     public init(
         client: PostgresClient,
@@ -78,13 +87,18 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
         self.unavailableTimeout = unavailableTimeout
         self.waitTimeout = waitTimeout
         self.heartbeatInterval = heartbeatInterval
-        self.fencingSequence = fencingSequence.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+        let sanitized = fencingSequence.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
+        let parts = sanitized.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = (1...2).contains(parts.count) && parts.allSatisfy { !$0.isEmpty }
+        self.fencingSequence = valid ? sanitized : "operations_category_fencing_tokens"
         self.logger = logger
     }
 
-    /// "postgres:" and the namespace: every lock with the same namespace is the same lock, as far as
-    /// this process knows (it cannot tell two clients' databases apart).
-    public var identity: String { "postgres:\(namespace)" }
+    /// "postgres:", the namespace and the fencing sequence: every lock with the same namespace and
+    /// sequence is the same lock, as far as this process knows (it cannot tell two clients'
+    /// databases apart). Two locks that differ in either are different locks, and one category
+    /// named with both fails clearly.
+    public var identity: String { "postgres:\(namespace):\(fencingSequence)" }
 
     /// "PostgreSQL advisory lock (namespace N)".
     public var description: String { "PostgreSQL advisory lock (namespace \(namespace))" }
@@ -105,6 +119,9 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
         return "another PostgreSQL session\(pid.map { " (pid \($0))" } ?? "")"
     }
 
+    /// Waits in a session of its own for the advisory lock of `category` and returns its lease,
+    /// with the next fencing token; `onLost` hears if the session ends while the lease is out.
+    /// Cancelling the calling task withdraws the request.
     public func acquire(_ category: String, onLost: @escaping @Sendable (CategoryLockError) -> Void) async throws -> any CategoryLease {
         let session = LockSession(lock: self, category: category, key: key(for: category), onLost: onLost)
         return try await session.acquire()
@@ -114,6 +131,12 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
 
     func ensureFencingSequence(on connection: PostgresConnection) async throws {
         guard !knowledge.withLock({ $0.sequenceReady }) else { return }
+        // A role that may use the sequence but not create objects finds it made already.
+        let found = try await connection.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(fencingSequence)') IS NOT NULL"), logger: logger).collect()
+        if try found.first?.decode(Bool.self) == true {
+            knowledge.withLock { $0.sequenceReady = true }
+            return
+        }
         // Serialized by a transaction-level advisory lock, so that processes starting at once do
         // not race in CREATE SEQUENCE IF NOT EXISTS (which can fail on the catalog's unique index).
         _ = try await connection.query("BEGIN", logger: logger).collect()
@@ -141,8 +164,10 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
                 """),
             logger: logger
         ).collect()
-        guard let token = try rows.first?.decode(Int64.self) else { throw PostgresLockProtocolError.noToken }
-        return UInt64(token)
+        guard let drawn = try rows.first?.decode(Int64.self), let token = UInt64(exactly: drawn), token > 0 else {
+            throw PostgresLockProtocolError.noToken(sequence: fencingSequence)
+        }
+        return token
     }
 
     func noteHolder(of category: String, key: Int64, on connection: PostgresConnection) async {
@@ -156,10 +181,27 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
         knowledge.withLock { $0.holders[category] = pid }
     }
 
+    /// The sequence went missing (dropped while the lock ran): the next session makes it again.
+    func forgetFencingSequence() {
+        knowledge.withLock { $0.sequenceReady = false }
+    }
+
+    /// `category` is held here now: who held it before is no longer news.
+    func forgetHolder(of category: String) {
+        knowledge.withLock { $0.holders[category] = nil }
+    }
+
     var queryLogger: Logger { logger }
 }
 
 /// The server answered in a way the lock does not expect.
-enum PostgresLockProtocolError: Error {
-    case noToken
+enum PostgresLockProtocolError: Error, CustomStringConvertible {
+    /// The sequence gave no token, or one below 1 (it was made by hand with other settings).
+    case noToken(sequence: String)
+
+    var description: String {
+        switch self {
+        case let .noToken(sequence): "the sequence \(sequence) gave no fencing token above 0: it must count up from 1, without cycling"
+        }
+    }
 }

@@ -19,6 +19,6 @@ private let configuration = PostgresClient.Configuration(host: "127.0.0.1", user
         let clusterWide = PostgresCategoryLock(client: client)
         billing.addCondition(ExclusiveCategory("billing", lock: clusterWide))
         // :docs
-        #expect(clusterWide.identity == "postgres:operations")
+        #expect(clusterWide.identity == "postgres:operations:operations_category_fencing_tokens")
     }
 }

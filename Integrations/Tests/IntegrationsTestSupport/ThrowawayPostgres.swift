@@ -7,7 +7,7 @@ import Glibc
 /// 127.0.0.1, that the test may stop and start again while its client runs. It is made from the
 /// binaries that `.ci/postgres` found (`OPERATIONS_POSTGRES_PG_CTL`); as root it runs as the
 /// `postgres` user, as PostgreSQL requires. `remove()` stops it and deletes its folder: `defer` it.
-public final class ThrowawayPostgres: @unchecked Sendable { // @unchecked: every property is set once, in init
+public final class ThrowawayPostgres: Sendable {
     /// The port it listens on, on 127.0.0.1.
     public let port: Int
     private let folder: String
@@ -15,6 +15,7 @@ public final class ThrowawayPostgres: @unchecked Sendable { // @unchecked: every
 
     /// What went wrong while making, starting or stopping the server, with its log.
     public struct Failure: Error, CustomStringConvertible {
+        /// What failed, with the log of the command that failed.
         public let description: String
     }
 
@@ -27,11 +28,21 @@ public final class ThrowawayPostgres: @unchecked Sendable { // @unchecked: every
         var template = Array("/tmp/operations-postgres-test.XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed: errno \(errno)") }
         folder = String(cString: made)
-        port = try Self.freePort()
-        chmod(folder, 0o755)
-        if getuid() == 0 { try Self.run("/bin/chown", ["postgres", folder], asServerUser: false, log: nil) }
-        try Self.run(binaries + "/initdb", ["-D", folder + "/cluster", "-A", "trust", "-U", "postgres"], log: folder + "/initdb.log")
-        try start()
+        do {
+            port = try Self.freePort()
+            chmod(folder, 0o755)
+            if getuid() == 0 { try Self.run("/bin/chown", ["postgres", folder], asServerUser: false, log: nil) }
+            try Self.run(binaries + "/initdb", ["-D", folder + "/cluster", "-A", "trust", "-U", "postgres"], log: folder + "/initdb.log")
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+        do {
+            try start()
+        } catch {
+            remove()
+            throw error
+        }
     }
 
     /// Starts the server and waits until it accepts connections (at most 60 seconds).
@@ -47,10 +58,18 @@ public final class ThrowawayPostgres: @unchecked Sendable { // @unchecked: every
         try Self.run(binaries + "/pg_ctl", ["-D", folder + "/cluster", "-m", "immediate", "-w", "-t", "60", "stop"], log: folder + "/pg_ctl.log")
     }
 
-    /// Stops the server if it runs and deletes its folder.
+    /// Stops the server if it runs (killing it if `pg_ctl` cannot) and deletes its folder.
     public func remove() {
-        try? stop()
+        if (try? stop()) == nil, let postmaster = serverProcessID() {
+            kill(postmaster, SIGKILL) // its children end when they see it gone
+        }
         try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// The server's process ID, from the first line of `postmaster.pid`, while it runs.
+    private func serverProcessID() -> pid_t? {
+        guard let text = try? String(contentsOfFile: folder + "/cluster/postmaster.pid", encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first.flatMap { pid_t($0) }
     }
 
     /// Runs `executable` to its end (at most `timeout` seconds) through `posix_spawn` and
@@ -70,7 +89,10 @@ public final class ThrowawayPostgres: @unchecked Sendable { // @unchecked: every
         guard spawned == 0 else { throw Failure(description: "posix_spawn failed: \(spawned)") }
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
+        while true {
+            let waited = waitpid(pid, &status, WNOHANG)
+            if waited == pid { break }
+            if waited < 0 && errno != EINTR { throw Failure(description: "waitpid failed: errno \(errno)") }
             guard Date() < deadline else {
                 kill(pid, SIGKILL)
                 waitpid(pid, &status, 0)

@@ -1,5 +1,8 @@
 import Conditions
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import IntegrationsTestSupport
 import Logging
 import Operations
@@ -126,6 +129,41 @@ struct PostgresCategoryLockTests {
                 if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
                 return false
             })
+            let next = HoldingOperation(category: category, lock: lock)
+            queue.addOperation(next)
+            #expect(await eventually { next.started.isSet })
+            #expect((next.token ?? 0) > (holder.token ?? .max))
+            next.cancel()
+            #expect(await eventually { next.isFinished })
+        }
+    }
+
+    @Test func aSessionThatStopsAnswering_losesItsLease_withinTheHeartbeatTimeout() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.1)
+            let category = uniqueName("billing")
+            let holder = HoldingOperation(category: category, lock: lock)
+            let queue = AsyncOperationQueue()
+            queue.addOperation(holder)
+            #expect(await eventually { holder.started.isSet })
+
+            // A network gone silent, played by the holder's server process stopped with SIGSTOP:
+            // its heartbeat gets no answer, and nothing closes the connection.
+            let key = UInt64(bitPattern: lock.key(for: category))
+            let rows = try await client.withConnection { admin in
+                try await admin.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
+            }
+            let backend = try #require(try rows.first?.decode(Int32.self))
+            #expect(kill(backend, SIGSTOP) == 0)
+            defer { kill(backend, SIGCONT) }
+
+            #expect(await eventually { holder.isFinished })
+            #expect(holder.isCancelled)
+            #expect(holder.errors.contains { error in
+                if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
+                return false
+            })
+            kill(backend, SIGCONT)
             let next = HoldingOperation(category: category, lock: lock)
             queue.addOperation(next)
             #expect(await eventually { next.started.isSet })

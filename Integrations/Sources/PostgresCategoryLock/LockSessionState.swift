@@ -1,0 +1,188 @@
+import Operations
+
+/// The rules of one acquisition of a category by a `PostgresCategoryLock`, without threads: who
+/// waits for the lease, whether the session may still be cancelled, when it gives up, and who
+/// hears that the lease was lost. `LockSession` performs the actions it returns.
+struct LockSessionState: Sendable {
+    typealias Waiter = CheckedContinuation<any CategoryLease, any Error>
+
+    private enum Phase: Sendable {
+        /// `acquire` has not stored its waiter yet; `abandoned` is set if the request was given up
+        /// already (a cancellation that came first).
+        case starting(abandoned: (any Error)?)
+        /// The waiter waits for the lease; `connected` once the session has a connection, from
+        /// when its task may no longer be cancelled (a query cut short could leave the lock held).
+        case waiting(Waiter, connected: Bool)
+        /// The lease is out; `sleeper` is the pause between two heartbeats, woken on release.
+        case held(sleeper: Task<Void, Never>?)
+        /// Nobody wants a lease any more: abandoned, released or lost. The session unlocks and ends.
+        case ended
+    }
+
+    private var phase = Phase.starting(abandoned: nil)
+    /// The session's task, and the timer that gives up once no connection came in time.
+    private var holder: Task<Void, Never>?
+    private var timer: Task<Void, Never>?
+    /// When the current streak of failures began (nil while things work), in uptime nanoseconds.
+    private var failingSince: UInt64?
+    private var lastError: (any Error)?
+    /// The request was abandoned before the session's task was known, and that task had no
+    /// connection then (so it never will): it may be cancelled once it is known.
+    private var cancelHolderWhenStarted = false
+
+    // MARK: Starting
+
+    enum WaitAction {
+        /// Start the session's task and the timer, then report them (`started`).
+        case start
+        /// The request was given up before it waited: fail the waiter at once.
+        case fail(Waiter, any Error)
+    }
+
+    /// `acquire` waits for the lease with `waiter`.
+    mutating func wait(with waiter: Waiter) -> WaitAction {
+        guard case let .starting(abandoned) = phase else { return .fail(waiter, CancellationError()) }
+        if let abandoned {
+            phase = .ended
+            return .fail(waiter, abandoned)
+        }
+        phase = .waiting(waiter, connected: false)
+        return .start
+    }
+
+    /// The session's task and the timer were started: the tasks to cancel at once, if the request
+    /// was abandoned meanwhile.
+    mutating func started(holder: Task<Void, Never>, timer: Task<Void, Never>) -> [Task<Void, Never>] {
+        guard case .waiting = phase else { return cancelHolderWhenStarted ? [holder, timer] : [timer] }
+        self.holder = holder
+        self.timer = timer
+        return []
+    }
+
+    // MARK: Giving up
+
+    enum AbandonAction {
+        case none
+        /// Fail the waiter with the error, and cancel these tasks (the session's own only while it
+        /// has no connection: with one, it notices by itself and unlocks).
+        case fail(Waiter, any Error, cancel: [Task<Void, Never>])
+    }
+
+    /// Nobody wants the lease any more: the request was cancelled, or acquiring failed.
+    mutating func abandon(with error: any Error) -> AbandonAction {
+        switch phase {
+        case .starting(nil):
+            phase = .starting(abandoned: error)
+            return .none
+        case let .waiting(waiter, connected):
+            phase = .ended
+            cancelHolderWhenStarted = !connected
+            let tasks = (connected ? [] : [holder].compactMap { $0 }) + [timer].compactMap { $0 }
+            holder = nil
+            timer = nil
+            return .fail(waiter, error, cancel: tasks)
+        case .starting, .held, .ended:
+            return .none
+        }
+    }
+
+    /// The timer went off: give up, with the error `giveUp` makes of the last failure seen, if the
+    /// session has no connection.
+    mutating func timerFired(_ giveUp: ((any Error)?) -> any Error) -> AbandonAction {
+        guard case .waiting(_, connected: false) = phase else { return .none }
+        return abandon(with: giveUp(lastError))
+    }
+
+    // MARK: The session
+
+    /// The session got a connection: `true` if it should go on, `false` if nobody waits any more.
+    mutating func connected() -> Bool {
+        guard case let .waiting(waiter, _) = phase else { return false }
+        phase = .waiting(waiter, connected: true)
+        return true
+    }
+
+    /// The server answered a lock request (granted or timed out): it works.
+    mutating func serverAnswered() {
+        failingSince = nil
+    }
+
+    enum RetryAction {
+        /// Try again after a pause.
+        case retry
+        /// Stop: the lease is out (a loss is reported by the heartbeat) or nobody waits.
+        case stop
+        /// Failures lasted `unavailableTimeout`: give up with this error (through `abandon`).
+        case giveUp(any Error)
+    }
+
+    /// A session attempt failed before its grant (no connection, a dropped one, a server error).
+    mutating func attemptFailed(_ error: any Error, now: UInt64, unavailableTimeout: Double) -> RetryAction {
+        lastError = error
+        guard case let .waiting(waiter, _) = phase else { return .stop }
+        phase = .waiting(waiter, connected: false)
+        let since = failingSince ?? now
+        failingSince = since
+        if Double(now &- since) / 1_000_000_000 >= unavailableTimeout {
+            return .giveUp(error)
+        }
+        return .retry
+    }
+
+    enum DeliverAction {
+        /// Hand the lease to the waiter, and cancel the timer.
+        case resume(Waiter, timer: Task<Void, Never>?)
+        /// Nobody wants it: unlock.
+        case unlock
+    }
+
+    /// The session holds the lock and drew its token.
+    mutating func granted() -> DeliverAction {
+        guard case let .waiting(waiter, _) = phase else { return .unlock }
+        phase = .held(sleeper: nil)
+        defer { timer = nil }
+        return .resume(waiter, timer: timer)
+    }
+
+    // MARK: Holding
+
+    /// The session pauses with `sleeper` until its next heartbeat: `false` if the lease was
+    /// released (or lost) already, and the session should end now.
+    mutating func pausing(with sleeper: Task<Void, Never>) -> Bool {
+        guard case .held = phase else { return false }
+        phase = .held(sleeper: sleeper)
+        return true
+    }
+
+    /// Whether the lease is still out.
+    var isHeld: Bool {
+        if case .held = phase { return true }
+        return false
+    }
+
+    /// Whether the session should stop waiting for the lock.
+    var isAbandoned: Bool {
+        if case .waiting = phase { return false }
+        return true
+    }
+
+    /// The lease was released: the pause to cut short, if the session sleeps.
+    mutating func released() -> Task<Void, Never>? {
+        guard case let .held(sleeper) = phase else { return nil }
+        phase = .ended
+        return sleeper
+    }
+
+    enum LostAction {
+        case none
+        /// Tell the holder (`onLost`), and cut the pause short.
+        case report(sleeper: Task<Void, Never>?)
+    }
+
+    /// The session ended, or stopped answering, while the lease was out.
+    mutating func lost() -> LostAction {
+        guard case let .held(sleeper) = phase else { return .none }
+        phase = .ended
+        return .report(sleeper: sleeper)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Operations
+@testable import PostgresCategoryLock
+import Testing
+
+/// The rules of one acquisition by a `PostgresCategoryLock`, without a server: driven event by
+/// event, with a real waiter that each test settles.
+@Suite struct LockSessionStateTests {
+    private struct Unreachable: Error {}
+    private struct NotSettled: Error {}
+
+    private func noTask() -> Task<Void, Never> { Task {} }
+
+    /// Runs `body` with a state whose waiter is `waiter`, then returns what the waiter got.
+    private func withWaiter(_ body: @escaping (inout LockSessionState, LockSessionState.Waiter) -> Void) async -> Result<any CategoryLease, any Error> {
+        do {
+            let lease = try await withCheckedThrowingContinuation { (waiter: LockSessionState.Waiter) in
+                var state = LockSessionState()
+                body(&state, waiter)
+            }
+            return .success(lease)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test func aCancellationThatComesBeforeTheWait_failsTheWaiterAtOnce_andStartsNothing() async {
+        let result = await withWaiter { state, waiter in
+            guard case .none = state.abandon(with: CancellationError()) else {
+                Issue.record("nothing waits yet: nothing to fail")
+                return
+            }
+            switch state.wait(with: waiter) {
+            case let .fail(waiter, error):
+                waiter.resume(throwing: error)
+            case .start:
+                Issue.record("a cancelled request must not start a session")
+                waiter.resume(throwing: NotSettled())
+            }
+        }
+        guard case let .failure(error) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error is CancellationError)
+    }
+
+    @Test func failuresThatAlternateWithConnections_stillGiveUpOnceTheyLastTheTimeout() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            var gaveUp: (any Error)?
+            for second in 0..<20 where gaveUp == nil {
+                let connected = state.connected()
+                #expect(connected)
+                let now = UInt64(second) * 1_000_000_000
+                if case let .giveUp(error) = state.attemptFailed(Unreachable(), now: now, unavailableTimeout: 10) {
+                    gaveUp = error
+                    #expect(second == 10)
+                }
+            }
+            guard let gaveUp, case let .fail(waiter, error, _) = state.abandon(with: gaveUp) else {
+                Issue.record("expected to give up after 10 s of failures")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is Unreachable)
+    }
+
+    @Test func aServerThatAnswers_startsTheTimeoutAgain() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            for second in 0..<30 {
+                let connected = state.connected()
+                #expect(connected)
+                if second % 5 == 4 { state.serverAnswered() }
+                let now = UInt64(second) * 1_000_000_000
+                if case .giveUp = state.attemptFailed(Unreachable(), now: now, unavailableTimeout: 10) {
+                    Issue.record("gave up at \(second) s although the server answered every 5 s")
+                }
+            }
+            guard case let .fail(waiter, error, _) = state.abandon(with: CancellationError()) else { return }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is CancellationError)
+    }
+
+    @Test func aLeaseLostOnce_isReportedOnce_andNotAfterItsRelease() async {
+        final class Lease: CategoryLease {
+            let fencingToken: UInt64 = 1
+            func release() {}
+        }
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            let connected = state.connected()
+            #expect(connected)
+            guard case let .resume(waiter, _) = state.granted() else {
+                Issue.record("expected the lease to be handed out")
+                return
+            }
+            #expect(state.isHeld)
+            guard case .report = state.lost() else {
+                Issue.record("expected the loss to be reported")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            if case .report = state.lost() { Issue.record("a loss is reported once") }
+            let sleeperAfterLoss = state.released()
+            #expect(sleeperAfterLoss == nil)
+            waiter.resume(returning: Lease())
+        }
+        guard case .success = result else {
+            Issue.record("expected the lease")
+            return
+        }
+    }
+
+    @Test func aReleasedLease_isNeverReportedLost() async {
+        final class Lease: CategoryLease {
+            let fencingToken: UInt64 = 1
+            func release() {}
+        }
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            let connected = state.connected()
+            #expect(connected)
+            guard case let .resume(waiter, _) = state.granted() else { return }
+            let sleeper = noTask()
+            let pausing = state.pausing(with: sleeper)
+            #expect(pausing)
+            let woken = state.released()
+            #expect(woken != nil)
+            if case .report = state.lost() { Issue.record("a released lease was reported lost") }
+            let pausingAgain = state.pausing(with: noTask())
+            #expect(!pausingAgain)
+            waiter.resume(returning: Lease())
+        }
+        guard case .success = result else {
+            Issue.record("expected the lease")
+            return
+        }
+    }
+}
