@@ -9,13 +9,12 @@ import Operations
 /// ```
 public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
     /// The category's name.
-    public let category: String
+    public var category: String { mutuallyExclusiveCategories.first ?? "" }
 
     /// Creates the condition for the category named `category`.
     public init(_ category: String) {
-        self.category = category
         self.mutuallyExclusiveCategories = [category]
-        self.categoryLock = nil
+        self.lockReference = nil
     }
 
     /// Creates the condition for the category named `category`, extended beyond this process by
@@ -31,13 +30,16 @@ public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
     /// billing.addCondition(ExclusiveCategory("billing", lock: hostWide))
     /// ```
     public init(_ category: String, lock: some CategoryLock) {
-        self.category = category
         self.mutuallyExclusiveCategories = [category]
-        self.categoryLock = lock
+        self.lockReference = CategoryLockReference(lock)
     }
 
     /// The lock that extends the category beyond this process, if any.
-    public let categoryLock: (any CategoryLock)?
+    public var categoryLock: (any CategoryLock)? { lockReference?.lock }
+
+    /// The lock behind one reference, so that the condition stays small enough to be stored
+    /// inline wherever it is held as `any OperationCondition` (no allocation per condition).
+    private let lockReference: CategoryLockReference?
 
     /// "ExclusiveCategory(name)", or "ExclusiveCategory(name, lock)" with a lock.
     public var name: String {

@@ -22,7 +22,7 @@ import Operations
 public struct MutuallyExclusive<Category>: OperationCondition, SatisfiedByConstruction {
     /// Creates the condition for the category named after `Category`.
     public init() {
-        categoryLock = nil
+        lockReference = nil
     }
 
     /// Creates the condition for the category named after `Category`, extended beyond this
@@ -34,11 +34,14 @@ public struct MutuallyExclusive<Category>: OperationCondition, SatisfiedByConstr
     /// nightlyRun.addCondition(MutuallyExclusive<Billing>(lock: hostWide))
     /// ```
     public init(lock: some CategoryLock) {
-        categoryLock = lock
+        lockReference = CategoryLockReference(lock)
     }
 
     /// The lock that extends the category beyond this process, if any.
-    public let categoryLock: (any CategoryLock)?
+    public var categoryLock: (any CategoryLock)? { lockReference?.lock }
+
+    /// The lock behind one reference (see `ExclusiveCategory`).
+    private let lockReference: CategoryLockReference?
 
     /// "MutuallyExclusive<Category>".
     public var name: String { "MutuallyExclusive<\(String(describing: Category.self))>" }
