@@ -7,6 +7,10 @@ import Testing
 /// event, with a real waiter that each test settles.
 @Suite struct LockSessionStateTests {
     private struct Unreachable: Error {}
+    private final class Lease: CategoryLease {
+        let fencingToken: UInt64 = 1
+        func release() {}
+    }
     private struct NotSettled: Error {}
 
     private func noTask() -> Task<Void, Never> { Task {} }
@@ -91,10 +95,6 @@ import Testing
     }
 
     @Test func aLeaseLostOnce_isReportedOnce_andNotAfterItsRelease() async {
-        final class Lease: CategoryLease {
-            let fencingToken: UInt64 = 1
-            func release() {}
-        }
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }
             _ = state.started(holder: noTask(), timer: noTask())
@@ -122,10 +122,6 @@ import Testing
     }
 
     @Test func aReleasedLease_isNeverReportedLost() async {
-        final class Lease: CategoryLease {
-            let fencingToken: UInt64 = 1
-            func release() {}
-        }
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }
             _ = state.started(holder: noTask(), timer: noTask())

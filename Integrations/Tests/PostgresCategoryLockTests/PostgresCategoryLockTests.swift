@@ -113,28 +113,14 @@ struct PostgresCategoryLockTests {
         try await TestServer.withClient { client in
             let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.1)
             let category = uniqueName("billing")
-            let holder = HoldingOperation(category: category, lock: lock)
-            let queue = AsyncOperationQueue()
-            queue.addOperation(holder)
-            #expect(await eventually { holder.started.isSet })
+            let (holder, queue) = await startHolder(of: category, lock: lock)
 
-            _ = try await client.withConnection { admin in
-                let key = UInt64(bitPattern: lock.key(for: category))
-                _ = try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
-            }
+            let backend = try #require(try await holdingBackend(of: category, lock: lock, client: client))
+            _ = try await client.query("SELECT pg_terminate_backend(\(backend))", logger: Logger(label: "test")).collect()
 
             #expect(await eventually { holder.isFinished })
-            #expect(holder.isCancelled)
-            #expect(holder.errors.contains { error in
-                if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
-                return false
-            })
-            let next = HoldingOperation(category: category, lock: lock)
-            queue.addOperation(next)
-            #expect(await eventually { next.started.isSet })
-            #expect((next.token ?? 0) > (holder.token ?? .max))
-            next.cancel()
-            #expect(await eventually { next.isFinished })
+            expectCancelledWithLost(holder, category: category)
+            await expectTheNextGrantOutranks(holder, on: queue, lock: lock)
         }
     }
 
@@ -142,34 +128,18 @@ struct PostgresCategoryLockTests {
         try await TestServer.withClient { client in
             let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.1)
             let category = uniqueName("billing")
-            let holder = HoldingOperation(category: category, lock: lock)
-            let queue = AsyncOperationQueue()
-            queue.addOperation(holder)
-            #expect(await eventually { holder.started.isSet })
+            let (holder, queue) = await startHolder(of: category, lock: lock)
 
             // A network gone silent, played by the holder's server process stopped with SIGSTOP:
             // its heartbeat gets no answer, and nothing closes the connection.
-            let key = UInt64(bitPattern: lock.key(for: category))
-            let rows = try await client.withConnection { admin in
-                try await admin.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
-            }
-            let backend = try #require(try rows.first?.decode(Int32.self))
+            let backend = try #require(try await holdingBackend(of: category, lock: lock, client: client))
             #expect(kill(backend, SIGSTOP) == 0)
             defer { kill(backend, SIGCONT) }
 
             #expect(await eventually { holder.isFinished })
-            #expect(holder.isCancelled)
-            #expect(holder.errors.contains { error in
-                if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
-                return false
-            })
+            expectCancelledWithLost(holder, category: category)
             kill(backend, SIGCONT)
-            let next = HoldingOperation(category: category, lock: lock)
-            queue.addOperation(next)
-            #expect(await eventually { next.started.isSet })
-            #expect((next.token ?? 0) > (holder.token ?? .max))
-            next.cancel()
-            #expect(await eventually { next.isFinished })
+            await expectTheNextGrantOutranks(holder, on: queue, lock: lock)
         }
     }
 
@@ -204,11 +174,7 @@ struct PostgresCategoryLockTests {
 
             try server.stop()
             #expect(await eventually { holder.isFinished })
-            #expect(holder.isCancelled)
-            #expect(holder.errors.contains { error in
-                if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
-                return false
-            })
+            expectCancelledWithLost(holder, category: category)
 
             // While the server is down the next operation waits and never runs without its lock.
             let next = HoldingOperation(category: category, lock: lock)
@@ -246,6 +212,41 @@ struct PostgresCategoryLockTests {
             }
         }
     }
+}
+
+/// A `HoldingOperation` of `category`, started on a queue of its own and holding the category.
+func startHolder(of category: String, lock: PostgresCategoryLock, sourceLocation: SourceLocation = #_sourceLocation) async -> (HoldingOperation, AsyncOperationQueue) {
+    let holder = HoldingOperation(category: category, lock: lock)
+    let queue = AsyncOperationQueue()
+    queue.addOperation(holder)
+    #expect(await eventually { holder.started.isSet }, sourceLocation: sourceLocation)
+    return (holder, queue)
+}
+
+/// The server process ID of the session that holds `category`'s advisory lock, if one does.
+func holdingBackend(of category: String, lock: PostgresCategoryLock, client: PostgresClient) async throws -> Int32? {
+    let key = UInt64(bitPattern: lock.key(for: category))
+    let rows = try await client.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
+    return try rows.first?.decode(Int32.self)
+}
+
+/// `holder` lost its lease: it finished cancelled, with `CategoryLockError.lost(category)`.
+func expectCancelledWithLost(_ holder: HoldingOperation, category: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(holder.isCancelled, sourceLocation: sourceLocation)
+    #expect(holder.errors.contains { error in
+        if case let .lost(lostCategory)? = error as? CategoryLockError { return lostCategory == category }
+        return false
+    }, "expected CategoryLockError.lost(\(category)), got \(holder.errors)", sourceLocation: sourceLocation)
+}
+
+/// The next operation of `holder`'s category gets it, with a greater fencing token.
+func expectTheNextGrantOutranks(_ holder: HoldingOperation, on queue: AsyncOperationQueue, lock: PostgresCategoryLock, sourceLocation: SourceLocation = #_sourceLocation) async {
+    let next = HoldingOperation(category: holder.category, lock: lock)
+    queue.addOperation(next)
+    #expect(await eventually { next.started.isSet }, sourceLocation: sourceLocation)
+    #expect((next.token ?? 0) > (holder.token ?? .max), sourceLocation: sourceLocation)
+    next.cancel()
+    #expect(await eventually { next.isFinished }, sourceLocation: sourceLocation)
 }
 
 /// Waits until the async `condition` holds; `false` if `timeout` passed first.
