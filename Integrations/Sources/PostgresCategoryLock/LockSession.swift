@@ -191,17 +191,18 @@ final class LockSession: Sendable {
     /// Nobody wants the lease any more: the waiter hears `error`; a task that has no connection
     /// yet is cancelled (one that has one stops by itself, unlocking).
     private func abandon(with error: any Error) {
-        guard case let .fail(waiter, error, tasks) = state.withLock({ $0.abandon(with: error) }) else { return }
-        tasks.forEach { $0.cancel() }
-        waiter.resume(throwing: error)
+        perform(state.withLock { $0.abandon(with: error) })
     }
 
     private func timerFired() {
-        let action = state.withLock { state in
+        perform(state.withLock { state in
             state.timerFired { [category, timeout = lock.unavailableTimeout] last in
                 CategoryLockError.unavailable(category: category, underlying: last ?? PostgresUnreachable(after: timeout))
             }
-        }
+        })
+    }
+
+    private func perform(_ action: LockSessionState.AbandonAction) {
         guard case let .fail(waiter, error, tasks) = action else { return }
         tasks.forEach { $0.cancel() }
         waiter.resume(throwing: error)

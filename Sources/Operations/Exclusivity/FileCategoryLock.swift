@@ -200,7 +200,6 @@ private final class LockFileAttempt: @unchecked Sendable { // @unchecked: one po
         }
     }
 
-    /// Holding the lock: writes the next fencing token and this process's ID into the file.
     /// Holding the lock: writes the next fencing token and this process's ID into the file. A
     /// record that cannot be read, or whose token cannot grow, is left as it is and the grant
     /// fails: a token that started again from 1 would let a stale holder through.
