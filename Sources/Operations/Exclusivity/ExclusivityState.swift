@@ -214,7 +214,12 @@ struct ExclusivityState: Sendable {
         }
         switch answer {
         case .granted: return .granted
-        case .waits: return .waits
+        case .waits:
+            // A group's child lining up behind the holder's tree holds its own group up, and with
+            // it the waiters for the group's categories: the holder's tree may now go ahead of
+            // them elsewhere. A top-level operation needing one category stands in no other line
+            // and holds nothing, so it changes nobody's answer.
+            return request.place.isInAGroup ? .waits(letIn: Granted(letInWhoeverMayGo())) : .waits
         case .needsLook: break
         }
         if canGrant(place: request.place, categories: request.categories) {

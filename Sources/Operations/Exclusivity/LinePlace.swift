@@ -7,6 +7,9 @@ struct LinePlace: Comparable, Hashable, Sendable {
     var root: UInt64
     var ticket: UInt64
 
+    /// It stands where a group stands: it is (inside) a group's child, not a top-level operation.
+    var isInAGroup: Bool { root != ticket }
+
     static func < (lhs: LinePlace, rhs: LinePlace) -> Bool {
         (lhs.root, lhs.ticket) < (rhs.root, rhs.ticket)
     }
