@@ -145,9 +145,9 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// outermost enclosing group (or at itself), so that no operation waiting for a category the
     /// group holds ever keeps them out of another one.
     private func lineRootOfChildren() -> UInt64 {
-        let (parent, ownRoot) = lifecycle.withLock { ($0.queue, $0.linePlace.root) }
-        let enclosingRoot = parent?.lineRoot ?? 0
-        return enclosingRoot != 0 ? enclosingRoot : ownRoot
+        let own = lifecycle.placeOnQueue
+        let enclosingRoot = own.queue?.lineRoot ?? 0
+        return enclosingRoot != 0 ? enclosingRoot : own.place.root
     }
 
     /// Called when a child finished, with its errors, before the group decides whether it is
@@ -245,10 +245,10 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     /// The first of `categories` this group (or a group enclosing it) holds while it executes.
     func heldCategory(among categories: [String]) -> String? {
-        let held = lifecycle.withLock { $0.holdsCategories ? $0.categories : [] }
+        let held = lifecycle.heldCategories
         if let category = categories.first(where: held.contains) {
             return category
         }
-        return lifecycle.withLock { $0.queue }?.group?.heldCategory(among: categories)
+        return lifecycle.queue?.group?.heldCategory(among: categories)
     }
 }

@@ -63,9 +63,6 @@ struct UpstreamCondition: OperationCondition {
 extension AsyncOperation {
     /// Whether an `UpstreamCondition` already links this operation to `upstream`.
     func isLinked(to upstream: Foundation.Operation) -> Bool {
-        let id = ObjectIdentifier(upstream)
-        return lifecycle.withLock { state in
-            state.conditions.contains { ($0 as? UpstreamCondition)?.upstreamID == id }
-        }
+        lifecycle.isLinked(toUpstream: ObjectIdentifier(upstream))
     }
 }

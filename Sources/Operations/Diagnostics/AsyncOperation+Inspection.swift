@@ -12,7 +12,7 @@ extension AsyncOperation {
     /// // save: waiting for categories; waits for category 'Database' (held by 'migrate'; 1st in line)
     /// ```
     public final func snapshot() -> OperationSnapshot {
-        let facts = lifecycle.withLock { $0.inspection }
+        let facts = lifecycle.inspection
         let lineReason = facts.queue?.reasonForWaitingInLine(self, ticket: facts.linePlace.ticket)
         var state = Self.state(of: facts.phase)
         var reasons: [OperationSnapshot.Reason] = []
@@ -45,7 +45,7 @@ extension AsyncOperation {
     /// The operations holding the categories this one waits for, by identity, whichever queue
     /// they are on (for the stall watch: since when each has been executing).
     func holdersOfAwaitedCategories() -> [(category: String, holder: AsyncOperation)] {
-        let facts = lifecycle.withLock { $0.inspection }
+        let facts = lifecycle.inspection
         guard facts.phase == .waitingForCategories, !facts.holdsCategories, !facts.categories.isEmpty else { return [] }
         let engine = facts.queue?.engine ?? .shared
         return engine.exclusivity.standings(of: facts.linePlace, in: facts.categories).compactMap { standing in

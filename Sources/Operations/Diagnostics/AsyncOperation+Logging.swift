@@ -6,7 +6,7 @@ extension AsyncOperation {
     func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
         guard logger.minimumLevel < .error else { return } // it would hear nothing
         let binding = makeLogBinding(logger, on: queue)
-        lifecycle.withLock { $0.attachLogger(binding, observer: binding) }
+        lifecycle.attachLogger(binding, observer: binding)
         (self as? GroupOperation)?.shareLogging()
     }
 
@@ -14,7 +14,7 @@ extension AsyncOperation {
     /// a logging queue), and logs its `.added` then.
     func adopt(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
         let binding = makeLogBinding(logger, on: queue)
-        guard lifecycle.withLock({ $0.adoptLogger(binding, observer: binding) }) == .added else { return }
+        guard lifecycle.adoptLogger(binding, observer: binding) == .added else { return }
         binding.log(.added, of: self)
         (self as? GroupOperation)?.shareLogging()
     }
@@ -31,7 +31,7 @@ extension AsyncOperation {
 
     /// What the operation logs through, if its queue has a logger.
     var logBinding: LoggingObserver? {
-        guard let logger = lifecycle.withLock({ $0.logger }) else { return nil } // no dynamic cast without a logger
+        guard let logger = lifecycle.logger else { return nil } // no dynamic cast without a logger
         return logger as? LoggingObserver
     }
 

@@ -132,7 +132,7 @@ extension Operation {
     /// Read outside every lock.
     var queueForMessages: OperationQueue? {
         if let operation = self as? AsyncOperation {
-            return operation.lifecycle.withLock { $0.queue ?? $0.foreignQueue ?? $0.finishedOn }
+            return operation.lifecycle.lastKnownQueue
         }
         return PlainOperationRegistry.queue(of: self)
     }

@@ -31,7 +31,7 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
 
     /// The value the operation produced; `nil` until it finished with one.
     public final var output: Output? {
-        lifecycle.withLock { $0.output } as? Output
+        lifecycle.output as? Output
     }
 
     /// The operation's outcome once it finished, exactly what `value` and `runAndWait()` give:
@@ -47,7 +47,7 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// Finishes the operation with `output` as its value. Ignored (like any late finish) once the
     /// operation has finished.
     public final func finish(producing output: Output) {
-        perform(lifecycle.withLock { $0.finish(producing: output) })
+        perform(lifecycle.finish(producing: output))
     }
 
     /// Finishes the operation with the value or the error in `result`.

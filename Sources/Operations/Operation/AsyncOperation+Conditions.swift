@@ -10,12 +10,12 @@ extension AsyncOperation {
     /// operation.addCondition(MutuallyExclusive<Database>())
     /// ```
     public final func addCondition(_ condition: any OperationCondition) {
-        switch lifecycle.withLock({ $0.addCondition(condition) }) {
+        switch lifecycle.addCondition(condition) {
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
             if let dependency = condition.dependency(for: self) {
-                addConditionDependency(dependency, to: lifecycle.withLock { $0.queue })
+                addConditionDependency(dependency, to: lifecycle.queue)
             }
         case .added, .alreadyThere:
             break
@@ -32,7 +32,7 @@ extension AsyncOperation {
                 addConditionDependency(dependency, to: queue)
             }
         }
-        let action = lifecycle.withLock { $0.finishEnqueuing() }
+        let action = lifecycle.finishEnqueuing()
         if case .none = action {
             logWaiting() // for its dependencies
         }
@@ -45,7 +45,7 @@ extension AsyncOperation {
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
         if dependency === self || dependencyWouldCloseCycle(dependency, searchingEveryDependency: true) {
             recordCycle(through: dependency)
-        } else if lifecycle.withLock({ $0.addDependency(dependency) }) == .added {
+        } else if lifecycle.addDependency(dependency) == .added {
             startWaiting(for: dependency)
         }
         (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
@@ -103,7 +103,7 @@ extension AsyncOperation {
                 return
             }
         }
-        let dispatch = lifecycle.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: gate) }
+        let dispatch = lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate)
         if case .alreadyHandedOut = dispatch {
             gate?.operationFinished() // another evaluation under way keeps its own
         }
@@ -125,13 +125,11 @@ extension AsyncOperation {
         }
         // Handing the conditions out counted as a notification in flight: a finish that came
         // meanwhile (a cancel) waited for it, so no condition is evaluated after the finish.
-        let (unanswered, queue, heldBack) = lifecycle.withLock { state in
-            (state.unansweredConditionCount, state.queue, state.notificationDelivered())
-        }
-        perform(heldBack)
-        guard unanswered > 0 else { return }
+        let handedOut = lifecycle.conditionsHandedOut()
+        perform(handedOut.then)
+        guard handedOut.unanswered > 0 else { return }
         logWaiting()
-        let timeout = queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout
+        let timeout = handedOut.queue?.conditionEvaluationTimeout ?? AsyncOperationQueue.defaultConditionEvaluationTimeout
         if timeout.isFinite {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
                 self?.conditionsTimedOut(after: timeout)
@@ -158,21 +156,21 @@ extension AsyncOperation {
     }
 
     private func conditionsTimedOut(after timeout: TimeInterval) {
-        let unanswered = lifecycle.withLock { $0.unansweredConditions }
+        let unanswered = lifecycle.unansweredConditions
         guard !unanswered.isEmpty else { return }
         let failures = unanswered.map { entry -> (index: Int, error: any Error) in
             (entry.index, AsyncOperationError.conditionTimedOut(condition: entry.condition.name, after: timeout))
         }
-        handle(lifecycle.withLock { $0.conditionsTimedOut(failures) }, timedOut: true)
+        handle(lifecycle.conditionsTimedOut(failures), timedOut: true)
     }
 
     /// A condition released its completion handler: if it never answered, the operation fails.
     func conditionWasDropped(index: Int, condition: any OperationCondition) {
         // The common case, an answered condition, costs one look and never calls user code.
-        guard lifecycle.withLock({ $0.isAwaitingAnswer(from: index) }) else { return }
+        guard lifecycle.isAwaitingAnswer(from: index) else { return }
         let name = condition.name // user code: read outside the lock
         let error = AsyncOperationError.conditionNeverAnswered(condition: name)
-        switch lifecycle.withLock({ $0.conditionNeverAnswered(index: index, error: error) }) {
+        switch lifecycle.conditionNeverAnswered(index: index, error: error) {
         case .alreadyAnswered:
             break // a timeout answered for it meanwhile
         case let .fails(then):
@@ -182,7 +180,7 @@ extension AsyncOperation {
     }
 
     func conditionAnswered(index: Int, result: ConditionResult) {
-        handle(lifecycle.withLock { $0.conditionAnswered(index: index, result: result) }, timedOut: false)
+        handle(lifecycle.conditionAnswered(index: index, result: result), timedOut: false)
     }
 
     private func handle(_ action: OperationLifecycle.ConditionAction, timedOut: Bool) {
@@ -209,10 +207,10 @@ extension AsyncOperation {
     /// its operations stand in categories' lines.
     private func acquire(_ categories: [String], lineRoot knownRoot: UInt64? = nil) {
         guard !categories.isEmpty else {
-            perform(lifecycle.withLock { $0.proceedWithoutCategories() })
+            perform(lifecycle.proceedWithoutCategories())
             return
         }
-        let queue = lifecycle.withLock { $0.queue }
+        let queue = lifecycle.queue
         var lineRoot = knownRoot ?? 0
         if knownRoot == nil, let queue {
             let turn = queue.categoryTurn
@@ -229,7 +227,7 @@ extension AsyncOperation {
         }
         // Marked as in line first, so that a finish from now on takes it out of line again. A
         // group's child stands where its group stands, known now that the group executes.
-        guard case let .ask(place) = lifecycle.withLock({ $0.enterLine(lineRoot: lineRoot) }) else { return }
+        guard case let .ask(place) = lifecycle.enterLine(lineRoot: lineRoot) else { return }
         let exclusivity = (queue?.engine ?? .shared).exclusivity
         switch exclusivity.acquire(categories, for: self, place: place) {
         case .granted:
@@ -241,11 +239,11 @@ extension AsyncOperation {
 
     /// Leaves the lines of the categories it waits for, if it stands in them; returns its ticket.
     private func leaveCategoryLines() -> UInt64 {
-        let (move, ticket, queue) = lifecycle.withLock { ($0.leaveLine(), $0.ticket, $0.queue) }
-        if case let .withdraw(place, categories) = move {
-            (queue?.engine ?? .shared).exclusivity.withdraw(place: place, from: categories)
+        let parking = lifecycle.leaveLineToPark()
+        if case let .withdraw(place, categories) = parking.move {
+            (parking.queue?.engine ?? .shared).exclusivity.withdraw(place: place, from: categories)
         }
-        return ticket
+        return parking.ticket
     }
 
     /// Its queue was suspended while it waits in a category's line: it steps out, and back in
@@ -253,22 +251,18 @@ extension AsyncOperation {
     /// which parks it. (If it was granted its categories meanwhile, the hand-off gives them back
     /// instead: `giveBackCategories()`.)
     func leaveCategoryLinesWhileSuspended() {
-        let standing = lifecycle.withLock { state -> (LinePlace, [String], AsyncOperationQueue, UInt64)? in
-            guard state.phase == .waitingForCategories, state.isInLine, !state.holdsCategories,
-                  !state.categories.isEmpty, let queue = state.queue else { return nil }
-            return (state.linePlace, state.categories, queue, state.ticket)
-        }
-        guard let (place, categories, queue, ticket) = standing else { return }
-        if !queue.engine.exclusivity.withdraw(place: place, from: categories) {
+        guard let standing = lifecycle.standingInLine else { return }
+        let exclusivity = standing.queue.engine.exclusivity
+        if !exclusivity.withdraw(place: standing.place, from: standing.categories) {
             // Granted within the process, it may wait for a lock beyond it: it stops asking, and
             // gives the categories back.
-            guard lifecycle.withLock({ $0.categoryLockGate })?.queueSuspended() == true else { return }
-            queue.engine.exclusivity.release(categories)
+            guard standing.lockGate?.queueSuspended() == true else { return }
+            exclusivity.release(standing.categories)
         }
         // Out of every line now: marked so that a finish has nothing to withdraw (the withdrawal
         // came first, as a request still on its way must keep its mark).
-        _ = lifecycle.withLock { $0.leaveLine() }
-        parkUntilResumed(on: queue, ticket: ticket)
+        _ = lifecycle.leaveLine()
+        parkUntilResumed(on: standing.queue, ticket: standing.ticket)
     }
 
     /// Parks on `queue` until it resumes or has a free slot, or goes on at once if it may.
@@ -281,8 +275,7 @@ extension AsyncOperation {
     /// Its queue narrowed while it waited with Foundation for a slot: it gives its categories back
     /// (see `OperationLifecycle.yieldCategoriesUntilStarted()`).
     func yieldCategoriesUntilStarted() {
-        let (yield, queue) = lifecycle.withLock { ($0.yieldCategoriesUntilStarted(), $0.queue) }
-        if case let .release(categories) = yield {
+        if case let .release(categories, queue) = lifecycle.yieldCategoriesUntilStarted() {
             releaseCategories(categories, to: (queue?.engine ?? .shared).exclusivity)
         }
     }
@@ -296,7 +289,7 @@ extension AsyncOperation {
     /// Granted its categories while its queue is suspended, or just as its queue's last slot was
     /// taken: it gives them back (to whoever can run) and asks again when it may.
     func giveBackCategories() {
-        switch lifecycle.withLock({ $0.returnCategoriesWhileSuspended() }) {
+        switch lifecycle.returnCategoriesWhileSuspended() {
         case let .handOffAnyway(queue, ticket):
             // It will not execute after all (cancelled meanwhile): Foundation starts and finishes it.
             queue?.handOff(self, ticket: ticket, holdsCategories: false)
@@ -311,13 +304,13 @@ extension AsyncOperation {
     /// Goes on towards execution when its queue lets it: its turn came (a serial queue), or the
     /// queue resumed.
     func continueTowardsExecution(on queue: AsyncOperationQueue) {
-        switch lifecycle.withLock({ $0.resumeAfterSuspension() }) {
+        switch lifecycle.resumeAfterSuspension() {
         case .none:
             break
         case let .giveBackTurn(ticket):
             queue.turnUnused(ticket: ticket)
         case let .evaluateConditions(conditions):
-            let group = lifecycle.withLock { $0.queue }?.group
+            let group = lifecycle.queue?.group
             evaluate(conditions, categories: Self.categories(of: conditions), in: group, lineRoot: nil)
         case let .acquireCategories(categories):
             acquire(categories)
@@ -328,30 +321,29 @@ extension AsyncOperation {
     /// `controller` that holds them. Categories that a lock extends beyond the process are
     /// acquired next, and the operation goes on once it holds them (`categoryLocksAcquired()`).
     func categoriesWereGranted(by controller: ExclusivityController) {
-        let (action, categories, gate) = lifecycle.withLock { state -> (OperationLifecycle.GrantAction, [String], CategoryLockGate?) in
-            if let gate = state.categoryLockGate { return (.none, [], gate) }
-            return (state.categoriesGranted(), state.categories, nil)
-        }
-        if let gate {
-            gate.begin(for: self)
-            return
-        }
-        logIfLogging(.categoriesGranted(categories))
-        perform(action, grantedBy: controller)
+        perform(lifecycle.categoriesGranted(leasesAcquired: false), grantedBy: controller)
     }
 
     /// Holds its categories within the process and their leases beyond it (or finished meanwhile,
     /// and gives the categories back).
     func categoryLocksAcquired(grantedBy controller: ExclusivityController) {
-        let (action, categories) = lifecycle.withLock { ($0.categoriesGranted(), $0.categories) }
-        logIfLogging(.categoriesGranted(categories))
-        perform(action, grantedBy: controller)
+        perform(lifecycle.categoriesGranted(leasesAcquired: true), grantedBy: controller)
+    }
+
+    private func perform(_ grant: OperationLifecycle.Grant, grantedBy controller: ExclusivityController) {
+        switch grant {
+        case let .acquireLeases(gate):
+            gate.begin(for: self)
+        case let .held(categories, action):
+            logIfLogging(.categoriesGranted(categories))
+            perform(action, grantedBy: controller)
+        }
     }
 
     /// Gives `categories` back within the process, and their leases beyond it first.
-    func releaseCategories(_ categories: [String], to controller: ExclusivityController) {
-        lifecycle.withLock { $0.categoryLockGate }?.releaseHeld()
-        controller.release(categories)
+    func releaseCategories(_ categories: OperationLifecycle.CategoriesToRelease, to controller: ExclusivityController) {
+        categories.lockGate?.releaseHeld()
+        controller.release(categories.names)
     }
 
     /// The fencing token of `category` while the operation holds it through a `CategoryLock`:
@@ -366,7 +358,7 @@ extension AsyncOperation {
     /// let token = operation.fencingToken(for: "billing")
     /// ```
     public final func fencingToken(for category: String) -> UInt64? {
-        lifecycle.withLock { $0.categoryLockGate }?.fencingToken(for: category)
+        lifecycle.categoryLockGate?.fencingToken(for: category)
     }
 
     func perform(_ action: OperationLifecycle.GrantAction, grantedBy controller: ExclusivityController? = nil) {

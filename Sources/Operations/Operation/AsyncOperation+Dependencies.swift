@@ -16,17 +16,17 @@ extension AsyncOperation {
             let watcher = engine.dependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
-            lifecycle.withLock { $0.watch(id, with: watcher) }
+            lifecycle.watch(id, with: watcher)
         }
     }
 
     /// Registers `dependent` to be told when this operation finishes.
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching {
-        lifecycle.withLock { $0.addDependent(dependent) }
+        lifecycle.addDependent(dependent)
     }
 
     func dependencyDidFinish(_ id: ObjectIdentifier) {
-        perform(lifecycle.withLock { $0.dependencyFinished(id) })
+        perform(lifecycle.dependencyFinished(id))
     }
 
     func perform(_ action: OperationLifecycle.DependencyAction) {
@@ -55,13 +55,7 @@ extension AsyncOperation {
     /// counted as unfinished.
     func recordCycle(through dependency: Operation, forgetting id: ObjectIdentifier? = nil) {
         let name = dependency.displayName
-        lifecycle.withLock { state in
-            if let id {
-                state.dependencyClosesCycle(id, name: name)
-            } else {
-                state.recordCycle(through: name)
-            }
-        }
+        lifecycle.recordCycle(through: name, forgetting: id)
         OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
     }
 
@@ -72,10 +66,7 @@ extension AsyncOperation {
     /// operations that wait for this one are invisible to it, so a plain dependency is always
     /// searched.
     func dependencyWouldCloseCycle(_ dependency: Operation, searchingEveryDependency: Bool = false) -> Bool {
-        let hasDependents = lifecycle.withLock { state in
-            state.dependents.contains { $0.object != nil }
-        }
-        guard searchingEveryDependency || hasDependents || !(dependency is AsyncOperation) else { return false }
+        guard searchingEveryDependency || lifecycle.hasLiveDependents || !(dependency is AsyncOperation) else { return false }
         var visited: Set<ObjectIdentifier> = []
         var stack: [Operation] = [dependency]
         while let next = stack.popLast() {

@@ -8,7 +8,7 @@ extension AsyncOperation {
     /// what happens from then on. Added after the operation finished, it is reported as
     /// `.configuredTooLate` and ignored.
     public final func addObserver(_ observer: any OperationObserver) {
-        if lifecycle.withLock({ $0.addObserver(observer) }) == .tooLate {
+        if lifecycle.addObserver(observer) == .tooLate {
             OperationDiagnostics.report(.configuredTooLate, self, "addObserver(_:) was called after the operation finished; the observer was ignored")
         }
     }
@@ -19,7 +19,7 @@ extension AsyncOperation {
     /// operations its children produce. Called on an operation that is not on any queue, it
     /// reports `.producedWithoutQueue` and runs `operation` on a shared queue, so no work is lost.
     public final func produce(_ operation: Operation) {
-        switch lifecycle.withLock({ $0.announceProduced() }) {
+        switch lifecycle.announceProduced() {
         case let .addOnly(queue):
             add(produced: operation, to: queue)
         case let .tell(observers, queue):
@@ -27,7 +27,7 @@ extension AsyncOperation {
             for observer in observers {
                 observer.operation(self, didProduce: operation)
             }
-            perform(lifecycle.withLock { $0.notificationDelivered() })
+            perform(lifecycle.notificationDelivered())
         }
     }
 

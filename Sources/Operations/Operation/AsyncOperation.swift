@@ -30,7 +30,7 @@ import Foundation
 /// after the operation has finished.
 // @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock.
 open class AsyncOperation: Operation, @unchecked Sendable {
-    let lifecycle = Locked<OperationLifecycle>.make { OperationLifecycle() }
+    let lifecycle = LifecycleStorage()
 
     /// Creates an operation in the initialized state.
     public override init() {
@@ -38,7 +38,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     deinit {
-        var released = lifecycle.withLock { $0.takeDependencies() }
+        var released = lifecycle.takeDependencies()
         DeferredRelease.release(&released)
     }
 
@@ -78,31 +78,33 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// was cancelled), and on an `AsyncOperationQueue` its conditions passed and its categories
     /// are held.
     public final override var isReady: Bool {
-        let (isReady, isOnNoQueue) = lifecycle.withLock { ($0.isReadyForFoundation, $0.phase == .initialized) }
-        // Not on a queue of ours: Foundation's own readiness counts too (Apple's rule for
-        // subclasses that override `isReady`).
-        return isOnNoQueue ? isReady && super.isReady : isReady
+        switch lifecycle.readiness {
+        case let .decided(isReady):
+            return isReady
+        case let .alsoFoundations(isReady):
+            return isReady && super.isReady
+        }
     }
 
     /// Whether the operation is executing.
     public final override var isExecuting: Bool {
-        lifecycle.withLock { $0.isExecutingForFoundation }
+        lifecycle.isExecutingForFoundation
     }
 
     /// Whether the operation has finished; its `errors` are final from then on.
     public final override var isFinished: Bool {
-        lifecycle.withLock { $0.phase == .finished }
+        lifecycle.phase == .finished
     }
 
     /// Whether `cancel()` or `cancel(with:)` was called.
     public final override var isCancelled: Bool {
-        lifecycle.withLock { $0.isCancelled }
+        lifecycle.isCancelled
     }
 
     /// Every error the operation collected: from failed conditions, `cancel(with:)` and
     /// `finish(with:)`. Final once `isFinished` is true.
     public final var errors: [any Error] {
-        lifecycle.withLock { $0.errors }
+        lifecycle.errors
     }
 
     /// The operation's name and state and, while it waits, exactly what for:
@@ -115,17 +117,17 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// The engine of the queue the operation is on (`OperationsEngine.shared` if it is on none
     /// of ours, or has finished).
     var engine: OperationsEngine {
-        lifecycle.withLock { $0.queue }?.engine ?? .shared
+        lifecycle.queue?.engine ?? .shared
     }
 
     /// Whether the operation was never added to a queue, started or finished.
     var isUnused: Bool {
-        lifecycle.withLock { $0.phase == .initialized }
+        lifecycle.phase == .initialized
     }
 
     /// Whether the operation collected any error.
     public final var isFailed: Bool {
-        lifecycle.withLock { !$0.errors.isEmpty }
+        lifecycle.hasErrors
     }
 
     // MARK: - Starting
@@ -141,7 +143,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             #if canImport(Darwin)
             willChangeValue(forKey: ObservedKey.isExecuting)
             #endif
-            let action = lifecycle.withLock { $0.start() }
+            let action = lifecycle.start()
             #if canImport(Darwin)
             didChangeValue(forKey: ObservedKey.isExecuting)
             #endif
@@ -158,7 +160,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
                 let ticket = OperationsEngine.shared.tickets.next() // started by hand: on no queue of ours
-                lifecycle.withLock { $0.startedOn(callerQueue, ticket: ticket) }
+                lifecycle.startedOn(callerQueue, ticket: ticket)
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .acquireCategories(categories, lineRoot):
                 acquireCategoriesOnceStarted(categories, lineRoot: lineRoot)
@@ -173,7 +175,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             observer.operationDidStart(self)
         }
         queue?.operationDidStart(self)
-        switch lifecycle.withLock({ $0.startDelivered() }) {
+        switch lifecycle.startDelivered() {
         case let .finish(heldBack):
             perform(heldBack) // finished while its start was being announced
             return
@@ -212,7 +214,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     final func finish(errors newErrors: [any Error], by call: FinishCall = .framework) {
         withExtendedLifetime(self) {
-            let action = lifecycle.withLock { $0.finish(errors: newErrors) }
+            let action = lifecycle.finish(errors: newErrors)
             if case .reportDuplicate = action {
                 reportIgnoredFinish(call, dropping: newErrors)
             } else {
@@ -257,9 +259,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
     private func isFinishHeldBack() -> Bool {
         // Stored first: the subclass may deliver it before returning.
-        guard lifecycle.withLock({ $0.offerToHoldFinish() }) == .offer else { return false }
+        guard lifecycle.offerToHoldFinish() == .offer else { return false }
         if holdsFinishWithoutExecuting() { return true }
-        guard case .none = lifecycle.withLock({ $0.takeHeldFinish() }) else { return false }
+        guard case .none = lifecycle.takeHeldFinish() else { return false }
         return true // already delivered by the subclass after all
     }
 
@@ -271,7 +273,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
     /// `childErrors` come first in its errors (a group's children's, as for a group that ran).
     func deliverHeldFinish(prepending childErrors: [any Error] = []) {
-        perform(lifecycle.withLock { $0.takeHeldFinish(prepending: childErrors) })
+        perform(lifecycle.takeHeldFinish(prepending: childErrors))
     }
 
     private func completeFinish() {
@@ -280,7 +282,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         willChangeValue(forKey: ObservedKey.isExecuting)
         #endif
         willChangeValue(forKey: ObservedKey.isFinished)
-        var remains = lifecycle.withLock { $0.completeFinish() }
+        var remains = lifecycle.completeFinish()
         let exclusivity = (remains.queue?.engine ?? .shared).exclusivity
         if !remains.categoriesToWithdraw.isEmpty {
             exclusivity.withdraw(place: remains.linePlace, from: remains.categoriesToWithdraw)
@@ -333,7 +335,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             #if canImport(Darwin)
             willChangeValue(forKey: ObservedKey.isCancelled)
             #endif
-            let action = lifecycle.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) }
+            let action = lifecycle.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution)
             #if canImport(Darwin)
             didChangeValue(forKey: ObservedKey.isCancelled)
             #endif
@@ -341,7 +343,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             for observer in observers {
                 observer.operationDidCancel(self)
             }
-            let heldBack = lifecycle.withLock { $0.notificationDelivered() }
+            let heldBack = lifecycle.notificationDelivered()
             switch followUp {
             case .none:
                 break
@@ -380,7 +382,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         // with no change in between is harmless, and needs no second look at the state).
         willChangeValue(forKey: ObservedKey.isReady)
         defer { didChangeValue(forKey: ObservedKey.isReady) }
-        switch lifecycle.withLock({ $0.addDependency(operation) }) {
+        switch lifecycle.addDependency(operation) {
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
         case .alreadyThere:
@@ -397,7 +399,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Stops waiting for `operation`. Has no effect once the operation stopped waiting for its
     /// dependencies.
     open override func removeDependency(_ operation: Operation) {
-        switch lifecycle.withLock({ $0.removeDependency(operation) }) {
+        switch lifecycle.removeDependency(operation) {
         case let .removed(watcher, then):
             if let watcher { DependencyWatcher.stop(watcher) }
             perform(then)
@@ -407,7 +409,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// The operations this one waits for, in the order they were added. Empty once the
     /// operation has finished: finished operations let go of their dependencies.
     open override var dependencies: [Operation] {
-        lifecycle.withLock { $0.dependencies }
+        lifecycle.dependencies
     }
 
     func announceReadiness() {

@@ -747,10 +747,21 @@ struct OperationLifecycle {
         return .handOff(queue: queue, ticket: placement.ticket, holdsCategories: standing.holds && !categories.isEmpty)
     }
 
+    /// Categories an operation gives back, with what extends them beyond the process: its
+    /// leases go first (`AsyncOperation.releaseCategories(_:to:)`).
+    struct CategoriesToRelease {
+        let names: [String]
+        let lockGate: CategoryLockGate?
+    }
+
+    private var categoriesGivenBack: CategoriesToRelease {
+        CategoriesToRelease(names: categories, lockGate: categoryLockGate)
+    }
+
     /// What giving categories back (a suspended queue, no free slot) comes to.
     enum GiveBack {
         /// Release these, park, and ask for them again when the queue lets it.
-        case release([String], queue: AsyncOperationQueue?, ticket: UInt64)
+        case release(CategoriesToRelease, queue: AsyncOperationQueue?, ticket: UInt64)
         /// It will not execute anyway (cancelled, or finished before it started): keep them, and
         /// let the queue hand it to Foundation, which starts and so finishes it.
         case handOffAnyway(queue: AsyncOperationQueue?, ticket: UInt64)
@@ -765,14 +776,15 @@ struct OperationLifecycle {
         standing.holds = false
         placement.wasHandedOff = false
         state = .waitingForCategories(placement, standing)
-        return .release(categories, queue: queue, ticket: placement.ticket)
+        return .release(categoriesGivenBack, queue: queue, ticket: placement.ticket)
     }
 
     /// What an operation waiting with Foundation for a slot does when its queue narrows.
     enum Yield {
         case none
-        /// Give these categories back; it asks for them again once Foundation starts it.
-        case release([String])
+        /// Give these categories back (to `queue`'s engine); it asks for them again once
+        /// Foundation starts it.
+        case release(CategoriesToRelease, queue: AsyncOperationQueue?)
     }
 
     /// Its queue narrowed while it waited with Foundation for a slot, holding its categories. It
@@ -784,7 +796,7 @@ struct OperationLifecycle {
               !isCancelled, !categories.isEmpty else { return .none }
         standing.holds = false
         state = .ready(placement, standing, finishRequested: false)
-        return .release(categories)
+        return .release(categoriesGivenBack, queue: queue)
     }
 
     // MARK: - Standing in category lines
@@ -902,7 +914,7 @@ struct OperationLifecycle {
         case interruptExecution
         /// Handed to Foundation but not started: it will not execute, so its categories are
         /// given back now rather than when a busy queue gets round to starting it.
-        case releaseCategories([String])
+        case releaseCategories(CategoriesToRelease)
         /// On a plain queue, waiting for dependencies: a cancelled operation is ready.
         case announceReady
     }
@@ -949,7 +961,7 @@ struct OperationLifecycle {
         /// finish back (`AsyncOperation.holdsFinishWithoutExecuting()`).
         case deliver(observers: [any OperationObserver], errors: [any Error], mayBeHeld: Bool)
         /// Handed to Foundation but not started: it finishes when started; its categories go back now.
-        case releaseCategoriesEarly([String])
+        case releaseCategoriesEarly(CategoriesToRelease)
     }
 
     mutating func finish(errors newErrors: [any Error]) -> FinishAction {
@@ -992,10 +1004,10 @@ struct OperationLifecycle {
     }
 
     /// Gives up the categories of an operation that will not execute after all.
-    private mutating func releaseCategoriesEarly() -> [String]? {
+    private mutating func releaseCategoriesEarly() -> CategoriesToRelease? {
         guard holdsCategories, !categories.isEmpty else { return nil }
         updateStanding { $0.holds = false }
-        return categories
+        return categoriesGivenBack
     }
 
     /// What follows the delivery of `operationDidStart`.

@@ -94,7 +94,7 @@ extension AsyncOperationQueue {
             if let operation = operation as? AsyncOperation {
                 // One already on another queue (or finished) is left alone: the fallback queue
                 // reports the misuse as any queue would.
-                guard operation.lifecycle.withLock({ $0.phase == .initialized }) else { continue }
+                guard operation.lifecycle.phase == .initialized else { continue }
                 operation.cancel(with: AsyncOperationError.queueShutDown)
             } else if !operation.isExecuting, !operation.isFinished {
                 operation.cancel()

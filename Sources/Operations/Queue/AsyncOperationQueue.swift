@@ -296,7 +296,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
         let ticket = engine.tickets.next()
-        switch operation.lifecycle.withLock({ $0.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) }) {
+        switch operation.lifecycle.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) {
         case let .reject(kind, message):
             reportRefusedAdd(kind, of: operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
@@ -573,7 +573,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private static func ticket(of operation: Operation) -> UInt64? {
         if let operation = operation as? AsyncOperation {
-            let ticket = operation.lifecycle.withLock { $0.ticket }
+            let ticket = operation.lifecycle.ticket
             return ticket == 0 ? nil : ticket
         }
         return PlainOperationRegistry.ticket(of: operation)

@@ -53,16 +53,16 @@ extension AsyncOperation {
     /// operation until it is added, which is reported.
     private func abandon(_ wait: FinishWait) {
         guard wait.end(finished: false) else { return }
-        guard lifecycle.withLock({ $0.phase }) == .initialized else { return }
+        guard lifecycle.phase == .initialized else { return }
         OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
     }
 
     /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on
     /// no queue now and still `delay` seconds later, with the wait still on, report it.
     private func warnIfStillOffQueue(after delay: TimeInterval, while wait: FinishWait) {
-        guard lifecycle.withLock({ $0.phase == .initialized }) else { return }
+        guard lifecycle.phase == .initialized else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, !wait.hasEnded, lifecycle.withLock({ $0.phase == .initialized }) else { return }
+            guard let self, !wait.hasEnded, lifecycle.phase == .initialized else { return }
             OperationDiagnostics.report(.awaitedOffQueue, self, "the operation is awaited but is on no queue: it finishes only once it is added to one (or started); AsyncOperationQueue.run(_:) adds and awaits in one call")
         }
     }

@@ -5,14 +5,14 @@ extension AsyncOperation {
     /// several as `AsyncOperationError.multipleErrors`, and `CancellationError` for an operation
     /// that was cancelled without an error. `nil` for a success.
     var failure: (any Error)? {
-        let (errors, isCancelled) = lifecycle.withLock { ($0.errors, $0.isCancelled) }
-        switch errors.count {
+        let outcome = lifecycle.outcome
+        switch outcome.errors.count {
         case 0:
-            return isCancelled ? CancellationError() : nil
+            return outcome.isCancelled ? CancellationError() : nil
         case 1:
-            return errors[0]
+            return outcome.errors[0]
         default:
-            return AsyncOperationError.multipleErrors(operation: displayName, errors: errors)
+            return AsyncOperationError.multipleErrors(operation: displayName, errors: outcome.errors)
         }
     }
 }

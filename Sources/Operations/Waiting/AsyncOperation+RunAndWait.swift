@@ -44,21 +44,19 @@ extension AsyncOperation {
     /// Adds the operation to `queue` (or a private queue) unless it is on one already, and blocks
     /// until it has finished or `timeout` has passed.
     final func blockUntilFinished(on queue: OperationQueue?, timeout: TimeInterval) throws {
-        let (phase, isBeforeExecution, currentQueue) = lifecycle.withLock { state -> (OperationLifecycle.Phase, Bool, OperationQueue?) in
-            (state.phase, state.isBeforeExecution, state.queue ?? state.foreignQueue)
-        }
-        if phase == .finished { return }
-        if phase == .finishing, PerThreadState.current.finishing.contains(ObjectIdentifier(self)) {
+        let start = lifecycle.waitStart
+        if start.phase == .finished { return }
+        if start.phase == .finishing, PerThreadState.current.finishing.contains(ObjectIdentifier(self)) {
             throw AsyncOperationError.waitWouldDeadlock(
                 operation: displayName,
                 reason: "this thread is delivering its finish (to an observer, or to its progress's observers), which completes only once the wait returns; its errors are final: read them instead"
             )
         }
-        let isNew = phase == .initialized
-        let target = isNew ? (queue ?? privateQueue()) : currentQueue
+        let isNew = start.phase == .initialized
+        let target = isNew ? (queue ?? privateQueue()) : start.queue
         let waits = engine.blockingWaits
         let registration = try target.map {
-            try waits.begin(waitingFor: self, on: $0, needsSlot: isBeforeExecution)
+            try waits.begin(waitingFor: self, on: $0, needsSlot: start.isBeforeExecution)
         }
         defer { registration.map(waits.end) }
 
@@ -73,10 +71,7 @@ extension AsyncOperation {
         }
         let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
         cancel(with: timedOut)
-        let wasStopped = lifecycle.withLock { state in
-            state.errors.contains { ($0 as? AsyncOperationError) == timedOut }
-        }
-        if wasStopped {
+        if lifecycle.collected(timedOut) {
             listener.stop()
             throw timedOut
         }

@@ -1,0 +1,87 @@
+import Foundation
+
+/// An operation's lifecycle behind its lock: the one place that takes that lock.
+///
+/// Each method is one event or one question. It takes the lock once, hands the event to the pure
+/// `OperationLifecycle`, and returns the machine's answer: an action that carries everything the
+/// operation needs to perform it after the lock is released, or the facts asked for, read in one
+/// look. Nothing here calls user code or releases what a user gave: the lock is held only for
+/// the machine's own step.
+struct LifecycleStorage {
+    private let locked = Locked<OperationLifecycle>.make { OperationLifecycle() }
+
+    // MARK: - Questions
+
+    var phase: OperationLifecycle.Phase { locked.withLock { $0.phase } }
+    var queue: AsyncOperationQueue? { locked.withLock { $0.queue } }
+    var ticket: UInt64 { locked.withLock { $0.ticket } }
+    var isCancelled: Bool { locked.withLock { $0.isCancelled } }
+    var errors: [any Error] { locked.withLock { $0.errors } }
+    var hasErrors: Bool { locked.withLock { !$0.errors.isEmpty } }
+    var outcome: OperationLifecycle.Outcome { locked.withLock { $0.outcome } }
+    var output: (any Sendable)? { locked.withLock { $0.output } }
+    var dependencies: [Operation] { locked.withLock { $0.dependencies } }
+    var logger: (any OperationLogger)? { locked.withLock { $0.logger } }
+    var categoryLockGate: CategoryLockGate? { locked.withLock { $0.categoryLockGate } }
+    var heldCategories: [String] { locked.withLock { $0.heldCategories } }
+    var readiness: OperationLifecycle.Readiness { locked.withLock { $0.readiness } }
+    var isExecutingForFoundation: Bool { locked.withLock { $0.isExecutingForFoundation } }
+    var inspection: OperationLifecycle.Inspection { locked.withLock { $0.inspection } }
+    var waitStart: OperationLifecycle.WaitStart { locked.withLock { $0.waitStart } }
+    var lastKnownQueue: OperationQueue? { locked.withLock { $0.lastKnownQueue } }
+    var placeOnQueue: OperationLifecycle.PlaceOnQueue { locked.withLock { $0.placeOnQueue } }
+    var hasLiveDependents: Bool { locked.withLock { $0.hasLiveDependents } }
+    var standingInLine: OperationLifecycle.StandingInLine? { locked.withLock { $0.standingInLine } }
+    var unansweredConditions: [(index: Int, condition: any OperationCondition)] { locked.withLock { $0.unansweredConditions } }
+
+    func collected(_ error: AsyncOperationError) -> Bool { locked.withLock { $0.collected(error) } }
+    func isLinked(toUpstream upstream: ObjectIdentifier) -> Bool { locked.withLock { $0.isLinked(toUpstream: upstream) } }
+    func isAwaitingAnswer(from index: Int) -> Bool { locked.withLock { $0.isAwaitingAnswer(from: index) } }
+
+    // MARK: - Configuration
+
+    func addDependency(_ operation: Operation) -> OperationLifecycle.Configuration { locked.withLock { $0.addDependency(operation) } }
+    func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
+    func recordCycle(through name: String, forgetting id: ObjectIdentifier?) { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
+    func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
+    func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
+    func addCondition(_ condition: any OperationCondition) -> OperationLifecycle.Configuration { locked.withLock { $0.addCondition(condition) } }
+    func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
+    func attachLogger(_ logger: any OperationLogger, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
+    func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
+    /// For `deinit`: the dependencies, to be released one after another rather than recursively.
+    func takeDependencies() -> [AnyObject] { locked.withLock { $0.takeDependencies() } }
+
+    // MARK: - The way to execution
+
+    func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64) -> OperationLifecycle.EnqueueAction { locked.withLock { $0.enqueue(on: queue, ticket: ticket, lineRoot: lineRoot) } }
+    func finishEnqueuing() -> OperationLifecycle.AdvanceAction { locked.withLock { $0.finishEnqueuing() } }
+    func dependencyFinished(_ id: ObjectIdentifier) -> OperationLifecycle.DependencyAction { locked.withLock { $0.dependencyFinished(id) } }
+    func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.ConditionAction { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }
+    func conditionsHandedOut() -> OperationLifecycle.HandedOut { locked.withLock { $0.conditionsHandedOut() } }
+    func conditionAnswered(index: Int, result: ConditionResult) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionAnswered(index: index, result: result) } }
+    func conditionNeverAnswered(index: Int, error: any Error) -> OperationLifecycle.DroppedAnswer { locked.withLock { $0.conditionNeverAnswered(index: index, error: error) } }
+    func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionsTimedOut(failures) } }
+    func proceedWithoutCategories() -> OperationLifecycle.GrantAction { locked.withLock { $0.proceedWithoutCategories() } }
+    func enterLine(lineRoot: UInt64) -> OperationLifecycle.LineMove { locked.withLock { $0.enterLine(lineRoot: lineRoot) } }
+    func leaveLine() -> OperationLifecycle.LineMove { locked.withLock { $0.leaveLine() } }
+    func leaveLineToPark() -> OperationLifecycle.Parking { locked.withLock { $0.leaveLineToPark() } }
+    func categoriesGranted(leasesAcquired: Bool) -> OperationLifecycle.Grant { locked.withLock { $0.categoriesGranted(leasesAcquired: leasesAcquired) } }
+    func returnCategoriesWhileSuspended() -> OperationLifecycle.GiveBack { locked.withLock { $0.returnCategoriesWhileSuspended() } }
+    func yieldCategoriesUntilStarted() -> OperationLifecycle.Yield { locked.withLock { $0.yieldCategoriesUntilStarted() } }
+    func resumeAfterSuspension() -> OperationLifecycle.ResumeAction { locked.withLock { $0.resumeAfterSuspension() } }
+
+    // MARK: - Running and finishing
+
+    func start() -> OperationLifecycle.StartAction { locked.withLock { $0.start() } }
+    func startedOn(_ queue: OperationQueue?, ticket: UInt64) { locked.withLock { $0.startedOn(queue, ticket: ticket) } }
+    func startDelivered() -> OperationLifecycle.AfterStartAction { locked.withLock { $0.startDelivered() } }
+    func announceProduced() -> OperationLifecycle.ProduceAction { locked.withLock { $0.announceProduced() } }
+    func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
+    func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }
+    func finish(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(errors: errors) } }
+    func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(producing: value) } }
+    func offerToHoldFinish() -> OperationLifecycle.HoldOffer { locked.withLock { $0.offerToHoldFinish() } }
+    func takeHeldFinish(prepending childErrors: [any Error] = []) -> OperationLifecycle.FinishAction { locked.withLock { $0.takeHeldFinish(prepending: childErrors) } }
+    func completeFinish() -> OperationLifecycle.Remains { locked.withLock { $0.completeFinish() } }
+}

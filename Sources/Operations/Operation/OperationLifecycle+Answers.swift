@@ -1,0 +1,147 @@
+import Foundation
+
+// Events and questions whose answer needs several facts of the lifecycle at once. Each is answered
+// in one step, so that `LifecycleStorage` takes its lock once for it and no caller reads the
+// state a second time to decide.
+extension OperationLifecycle {
+    // MARK: - Questions
+
+    /// What `isReady` answers.
+    enum Readiness {
+        /// On a queue of ours, or past it: the lifecycle decides alone.
+        case decided(Bool)
+        /// On no queue of ours: Foundation's own readiness counts too (Apple's rule for subclasses
+        /// that override `isReady`).
+        case alsoFoundations(Bool)
+    }
+
+    var readiness: Readiness {
+        phase == .initialized ? .alsoFoundations(isReadyForFoundation) : .decided(isReadyForFoundation)
+    }
+
+    /// What waiting for the operation's finish, or failing for it, reads from it.
+    struct Outcome {
+        let errors: [any Error]
+        let isCancelled: Bool
+    }
+
+    var outcome: Outcome {
+        Outcome(errors: errors, isCancelled: isCancelled)
+    }
+
+    /// What a blocking wait needs to know before it begins.
+    struct WaitStart {
+        let phase: Phase
+        let isBeforeExecution: Bool
+        /// The queue it is on: one of ours, or the plain queue that started it.
+        let queue: OperationQueue?
+    }
+
+    var waitStart: WaitStart {
+        WaitStart(phase: phase, isBeforeExecution: isBeforeExecution, queue: queue ?? foreignQueue)
+    }
+
+    /// The queue the operation is on, or last ran on: for messages.
+    var lastKnownQueue: OperationQueue? {
+        queue ?? foreignQueue ?? finishedOn
+    }
+
+    /// The categories it holds right now.
+    var heldCategories: [String] {
+        holdsCategories ? categories : []
+    }
+
+    /// Where a group's children stand in lines, from what the group knows: its queue (whose
+    /// enclosing group may have a root already) and its own place.
+    struct PlaceOnQueue {
+        let queue: AsyncOperationQueue?
+        let place: LinePlace
+    }
+
+    var placeOnQueue: PlaceOnQueue {
+        PlaceOnQueue(queue: queue, place: linePlace)
+    }
+
+    /// Whether some operation still alive waits for this one.
+    var hasLiveDependents: Bool {
+        dependents.contains { $0.object != nil }
+    }
+
+    /// Whether `error` is among its errors (a wait's own timeout, say).
+    func collected(_ error: AsyncOperationError) -> Bool {
+        errors.contains { ($0 as? AsyncOperationError) == error }
+    }
+
+    /// Whether an `UpstreamCondition` already links it to the operation `upstream`.
+    func isLinked(toUpstream upstream: ObjectIdentifier) -> Bool {
+        conditions.contains { ($0 as? UpstreamCondition)?.upstreamID == upstream }
+    }
+
+    /// Where it stands in its categories' lines while it waits for them: what stepping out of
+    /// them (its queue was suspended) needs. `nil` if it stands in none.
+    struct StandingInLine {
+        let place: LinePlace
+        let categories: [String]
+        let queue: AsyncOperationQueue
+        let ticket: UInt64
+        let lockGate: CategoryLockGate?
+    }
+
+    var standingInLine: StandingInLine? {
+        guard phase == .waitingForCategories, isInLine, !holdsCategories, !categories.isEmpty, let queue else { return nil }
+        return StandingInLine(place: linePlace, categories: categories, queue: queue, ticket: ticket, lockGate: categoryLockGate)
+    }
+
+    // MARK: - Events
+
+    /// A dependency closes a dependency cycle; `id` is its identity if it was just counted as
+    /// unfinished (then it is not waited for).
+    mutating func recordCycle(through name: String, forgetting id: ObjectIdentifier?) {
+        if let id {
+            dependencyClosesCycle(id, name: name)
+        } else {
+            recordCycle(through: name)
+        }
+    }
+
+    /// The conditions were handed out (which counted as a notification in flight).
+    struct HandedOut {
+        /// Conditions that have not answered yet.
+        let unanswered: Int
+        /// Its queue, whose timeout bounds the wait for them.
+        let queue: AsyncOperationQueue?
+        /// A finish that came meanwhile and waited for the handing out.
+        let then: FinishAction
+    }
+
+    mutating func conditionsHandedOut() -> HandedOut {
+        HandedOut(unanswered: unansweredConditionCount, queue: queue, then: notificationDelivered())
+    }
+
+    /// Leaving its categories' lines to park on its queue until it may ask again.
+    struct Parking {
+        let move: LineMove
+        /// Its place in the queue's order, kept for when it comes back.
+        let ticket: UInt64
+        let queue: AsyncOperationQueue?
+    }
+
+    mutating func leaveLineToPark() -> Parking {
+        Parking(move: leaveLine(), ticket: ticket, queue: queue)
+    }
+
+    /// What a grant of its categories within the process comes to.
+    enum Grant {
+        /// A lock extends some of them beyond the process: their leases come first.
+        case acquireLeases(CategoryLockGate)
+        /// Held wherever they reach: report `categories` as granted, then perform `then`.
+        case held(categories: [String], then: GrantAction)
+    }
+
+    /// Its categories were granted within the process; `leasesAcquired`: and beyond it, by the
+    /// lock gate.
+    mutating func categoriesGranted(leasesAcquired: Bool) -> Grant {
+        if !leasesAcquired, let categoryLockGate { return .acquireLeases(categoryLockGate) }
+        return .held(categories: categories, then: categoriesGranted())
+    }
+}
