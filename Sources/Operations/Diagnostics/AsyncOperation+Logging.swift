@@ -54,12 +54,7 @@ extension GroupOperation {
     /// children it already has adopt it (they cannot have started: the group has not executed).
     func shareLogging() {
         guard let binding = logBinding, binding.minimumLevel < .error else { return }
-        let adopted = queue.state.withLock { state -> Bool in
-            guard state.settings.logger == nil else { return false }
-            state.settings.logger = binding.logger
-            return true
-        }
-        guard adopted else { return }
+        guard queue.adoptLoggerUnlessLogging(binding.logger) else { return }
         for child in queue.allOperations {
             if let child = child as? AsyncOperation {
                 child.adopt(binding.logger, from: queue)

@@ -18,12 +18,12 @@ extension AsyncOperationQueue {
     /// Why `operation` (added with `ticket`) waits in one of the scheduler's lines, if it does.
     func reasonForWaitingInLine(_ operation: Operation, ticket: UInt64?) -> OperationSnapshot.Reason? {
         guard let ticket, ticket != 0 else { return nil }
-        let (reason, group) = state.withLock { ($0.scheduler.waitsInLine(ticket: ticket), $0.settings.group) }
-        switch reason {
+        let wait = lineWait(ticket: ticket)
+        switch wait.reason {
         case nil:
             return nil
         case .suspended?:
-            if let group, !group.isExecuting, !group.isFinished {
+            if let group = wait.group, !group.isExecuting, !group.isFinished {
                 return .groupToStart(group.displayName) // a group's queue is suspended until it executes
             }
             return .suspendedQueue(name)

@@ -67,19 +67,18 @@ extension AsyncOperationQueue {
     /// from then on the queue refuses new operations. It stays `true`; a queue cannot be started
     /// again.
     public var isShutDown: Bool {
-        state.withLock { $0.shutdown != nil }
+        shutdown != nil
     }
 
     /// Sets the queue's shut-down, or joins the one under way, and starts the grace period.
     private func beginShutDown(gracePeriod: TimeInterval) -> QueueShutdown {
-        let (shutdown, isNew) = state.withLock { state -> (QueueShutdown, Bool) in
-            if let shutdown = state.shutdown { return (shutdown, false) }
-            let shutdown = QueueShutdown(queue: self)
-            state.shutdown = shutdown
-            return (shutdown, true)
-        }
-        if isNew {
+        let shutdown: QueueShutdown
+        switch startOrJoinShutdown() {
+        case let .began(new):
+            shutdown = new
             shutdown.begin()
+        case let .joined(underWay):
+            shutdown = underWay
         }
         shutdown.endGracePeriod(after: gracePeriod)
         return shutdown

@@ -46,7 +46,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var shutdown: QueueShutdown?
     }
 
-    let state = Locked<State>.make(State())
+    private let state = Locked<State>.make(State())
     private let stallWatch = Locked<StallWatch?>.make(nil)
 
     /// The group whose children this queue runs, if any.
@@ -57,6 +57,54 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Makes this queue the one that runs `group`'s children.
     func attach(to group: GroupOperation) {
         state.withLock { $0.settings.group = group }
+    }
+
+    /// Logs to `logger` unless the queue has a logger already; whether it adopted it.
+    func adoptLoggerUnlessLogging(_ logger: any OperationLogger) -> Bool {
+        state.withLock { state in
+            guard state.settings.logger == nil else { return false }
+            state.settings.logger = logger
+            return true
+        }
+    }
+
+    /// Why the operation added with `ticket` waits in one of the scheduler's lines, if it does,
+    /// and the group this queue runs the children of (whose start a suspended queue waits for).
+    struct LineWait {
+        let reason: QueueScheduler.LineReason?
+        let group: GroupOperation?
+    }
+
+    func lineWait(ticket: UInt64) -> LineWait {
+        state.withLock { LineWait(reason: $0.scheduler.waitsInLine(ticket: ticket), group: $0.settings.group) }
+    }
+
+    /// The shut-down under way, if `shutDown` was called.
+    var shutdown: QueueShutdown? {
+        state.withLock { $0.shutdown }
+    }
+
+    /// Whether adds that began before now are still admitting their operations.
+    var hasAdmissionsInFlight: Bool {
+        state.withLock { !$0.scheduler.admissions.isEmpty }
+    }
+
+    /// What calling `shutDown` came to.
+    enum ShutdownStart {
+        /// The first call: the shut-down is new, and begins.
+        case began(QueueShutdown)
+        /// A later call joins the shut-down under way.
+        case joined(QueueShutdown)
+    }
+
+    /// Sets the queue's shut-down, or joins the one under way.
+    func startOrJoinShutdown() -> ShutdownStart {
+        state.withLock { state in
+            if let shutdown = state.shutdown { return .joined(shutdown) }
+            let shutdown = QueueShutdown(queue: self)
+            state.shutdown = shutdown
+            return .began(shutdown)
+        }
     }
 
     /// Creates an empty queue.
@@ -611,6 +659,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         } while state.withLock({ $0.scheduler.unfinished }) > 0
     }
 
+    /// A barrier finished: later operations no longer wait for it.
+    fileprivate func barrierFinished(_ barrier: AsyncOperation) {
+        state.withLock { $0.scheduler.barrierFinished(barrier) }
+    }
+
     private func waitUntilNoAsyncOperationIsUnfinished() {
         if case let .wait(idle) = state.withLock({ $0.scheduler.waitForIdle() }) {
             idle.wait()
@@ -626,6 +679,6 @@ private struct BarrierRelease: OperationObserver {
     weak var queue: AsyncOperationQueue?
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
-        queue?.state.withLock { $0.scheduler.barrierFinished(operation) }
+        queue?.barrierFinished(operation)
     }
 }

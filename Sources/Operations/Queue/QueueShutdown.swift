@@ -92,7 +92,7 @@ final class QueueShutdown: @unchecked Sendable {
     private func awaitAdmissionsInFlight() {
         guard let queue else { return }
         var pause: useconds_t = 50
-        while !queue.state.withLock({ $0.scheduler.admissions.isEmpty }) {
+        while queue.hasAdmissionsInFlight {
             usleep(pause)
             pause = min(pause * 2, 5_000)
         }
