@@ -46,7 +46,7 @@ import Foundation
 open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendable {
     /// The queue that runs the children.
     let queue: AsyncOperationQueue
-    let children = Locked.make(GroupStateMachine())
+    private let children = Locked.make(GroupStateMachine())
 
     /// The group's progress, in children: admitted (`totalUnitCount`) and finished
     /// (`completedUnitCount`). Made with `Progress(totalUnitCount:)`, so it becomes a child of
