@@ -56,16 +56,25 @@ struct OperationLifecycle {
     struct Finishing {
         var placement: Placement?
         var standing: Standing
-        /// `execute()` was called (or about to be).
-        var executed: Bool
+        var execution: Execution
         /// It finished while in line for its categories: it leaves the line.
         var withdrawsFromCategories: Bool
         /// Notifications are in flight; the last one delivers the finish.
         var waitsForNotifications = false
-        /// A subclass was offered to hold the finish back (an operation that never executed).
-        var holdOffered = false
-        /// A subclass holds the finish back until it is ready (a group draining its children).
-        var isHeld = false
+    }
+
+    /// Whether a finishing operation executed, and if not, where a subclass's hold on its finish
+    /// stands: only an operation that never executed is offered, once, to hold its finish back.
+    enum Execution: Equatable {
+        /// `execute()` was called (or about to be).
+        case executed
+        /// Never executed, and no hold was offered yet.
+        case neverExecuted
+        /// Never executed; a subclass holds the finish back until it is ready (a group draining
+        /// its children).
+        case finishHeld
+        /// Never executed; the hold was offered and is over (declined, or the finish was taken).
+        case holdOver
     }
 
     /// Where the operation is in its life; each case carries what is valid in it.
@@ -208,7 +217,7 @@ struct OperationLifecycle {
     var executionBegan: Bool {
         switch state {
         case .executing: true
-        case let .finishing(finishing): finishing.executed
+        case let .finishing(finishing): finishing.execution == .executed
         default: false
         }
     }
@@ -224,12 +233,12 @@ struct OperationLifecycle {
     }
 
     var finishHoldOffered: Bool {
-        if case let .finishing(finishing) = state { return finishing.holdOffered }
+        if case let .finishing(finishing) = state { return finishing.execution == .finishHeld || finishing.execution == .holdOver }
         return false
     }
 
     var holdsFinish: Bool {
-        if case let .finishing(finishing) = state { return finishing.isHeld }
+        if case let .finishing(finishing) = state { return finishing.execution == .finishHeld }
         return false
     }
 
@@ -993,14 +1002,14 @@ struct OperationLifecycle {
         let finishing = Finishing(
             placement: placement,
             standing: standing,
-            executed: executionBegan,
+            execution: executionBegan ? .executed : .neverExecuted,
             withdrawsFromCategories: standing.inLine && !standing.holds && !categories.isEmpty,
             waitsForNotifications: notificationsInFlight > 0
         )
         errors.append(contentsOf: newErrors)
         state = .finishing(finishing)
         if finishing.waitsForNotifications { return .none }
-        return .deliver(observers: observers, errors: errors, mayBeHeld: !finishing.executed)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
     }
 
     /// Gives up the categories of an operation that will not execute after all.
@@ -1034,7 +1043,7 @@ struct OperationLifecycle {
         guard notificationsInFlight == 0, case var .finishing(finishing) = state, finishing.waitsForNotifications else { return .none }
         finishing.waitsForNotifications = false
         state = .finishing(finishing)
-        return .deliver(observers: observers, errors: errors, mayBeHeld: !finishing.executed && !finishing.holdOffered)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
     }
 
     /// Whether a subclass is offered to hold a finish back.
@@ -1047,9 +1056,8 @@ struct OperationLifecycle {
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed.
     mutating func offerToHoldFinish() -> HoldOffer {
-        guard case var .finishing(finishing) = state, !finishing.executed, !finishing.holdOffered else { return .deliver }
-        finishing.holdOffered = true
-        finishing.isHeld = true
+        guard case var .finishing(finishing) = state, finishing.execution == .neverExecuted else { return .deliver }
+        finishing.execution = .finishHeld
         state = .finishing(finishing)
         return .offer
     }
@@ -1059,7 +1067,7 @@ struct OperationLifecycle {
     /// began. `childErrors` (a group's children's, which drained meanwhile) come first in `errors`.
     mutating func takeHeldFinish(prepending childErrors: [any Error] = []) -> FinishAction {
         guard holdsFinish else { return .none }
-        updateFinishing { $0.isHeld = false }
+        updateFinishing { $0.execution = .holdOver }
         if !childErrors.isEmpty {
             errors = childErrors + errors
         }
