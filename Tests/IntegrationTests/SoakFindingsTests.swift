@@ -163,6 +163,62 @@ struct SoakFindingsTests {
         #expect(late.isCancelled)
     }
 
+    // Soak round seed 3850792071923224405 (under TSan). The test above, with the child added from
+    // another thread at the moment the condition fails. GroupOperation's documentation: a group
+    // stopped by a failed condition "will never run" its children.
+    //
+    // Cause (Sources/Operations/Composition/GroupOperation.swift): the child was counted while the
+    // group still waited (`childAdmitted`: `.counted`), and was on its way into the children's
+    // queue when the group began to drain: `queue.cancelAllOperations()` did not see it yet, the
+    // queue was resumed, and the child then executed inside a group that never executed. The
+    // group's machine now keeps the children admitted before it executes, and the drain cancels
+    // them by name. The window is a few microseconds wide, so this test races the two threads many
+    // times: a child that ran while counted puts its error among the group's (a child added too
+    // late to be counted may run, on its own, as documented, and its error is not the group's).
+    @Test
+    func childAddedFromAnotherThreadAsTheConditionFails_neverExecutesInsideTheGroup() {
+        let rounds = StressScale.current == .small ? 300 : 1_500
+        var ranInside = 0
+        for round in 0..<rounds {
+            // Given a group whose condition the test answers, with one child already
+            let answer = HeldCallback<ConditionResult>()
+            let group = GroupOperation(operations: [AsyncBlockOperation {}])
+            group.addCondition(AnsweredByTest(answer: answer))
+            let queue = AsyncOperationQueue()
+            queue.addOperation(group)
+            #expect(answer.waitUntilHeld())
+
+            // When the condition fails on one thread while another adds a child that fails if it
+            // ever runs
+            let late = AsyncBlockOperation { throw StubError("ran inside its group, round \(round)") }
+            let ready = DispatchGroup()
+            ready.enter()
+            ready.enter()
+            let go = DispatchSemaphore(value: 0)
+            let failing = runOnOwnThread {
+                ready.leave()
+                go.wait()
+                answer.call(.failed(StubError("condition")))
+            }
+            let adding = runOnOwnThread {
+                ready.leave()
+                go.wait()
+                group.addChild(late)
+            }
+            ready.wait()
+            go.signal()
+            go.signal()
+            #expect(failing.wait() && adding.wait())
+
+            // Then the late child never ran as one of the group's children
+            #expect(waitUntilFinished([group, late]))
+            if group.errors.contains(where: { ($0 as? StubError)?.label.hasPrefix("ran inside") == true }) {
+                ranInside += 1
+            }
+        }
+        #expect(ranInside == 0, "a child added as its group's condition failed executed inside the group in \(ranInside) of \(rounds) rounds")
+    }
+
     // Soak round seed 12102467312445753433 (with categories held by containers turned off).
     // Issue 15, point 1, in another order: API.md semantics 2, "an operation is never granted a
     // category while it cannot take a slot on its queue". Added together, it fails; added while

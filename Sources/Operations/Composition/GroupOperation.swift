@@ -46,7 +46,7 @@ import Foundation
 open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendable {
     /// The queue that runs the children.
     let queue: AsyncOperationQueue
-    private let children = Locked.make(GroupStateMachine())
+    private let children = Locked.make(GroupStateMachine<Foundation.Operation>())
 
     /// The group's progress, in children: admitted (`totalUnitCount`) and finished
     /// (`completedUnitCount`). Made with `Progress(totalUnitCount:)`, so it becomes a child of
@@ -138,7 +138,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     open override func execute() {
         queue.setLineRoot(lineRootOfChildren()) // before they can run
         queue.isSuspended = false
-        perform(children.withLock { $0.executionBegan() })
+        let start = children.withLock { $0.executionBegan() }
+        perform(start.action) // start.released goes after unlocking
     }
 
     /// Where the children stand in categories' lines: where this group stands, that is at its
@@ -158,7 +159,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     // MARK: - Book-keeping
 
     func childWasAdmitted(_ child: Foundation.Operation) {
-        let admission = children.withLock { $0.childAdmitted() }
+        let admission = children.withLock { $0.childAdmitted(child) }
         if admission == .tooLate {
             // Added just as the group finished: it still runs, but the group cannot wait for it.
             OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
@@ -185,7 +186,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         perform(children.withLock { $0.childFinished(errors: errors) })
     }
 
-    private func perform(_ action: GroupStateMachine.Action) {
+    private func perform(_ action: GroupStateMachine<Foundation.Operation>.Action) {
         switch action {
         case .none:
             break
@@ -202,11 +203,10 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         switch children.withLock({ $0.holdFinishWithoutExecuting() }) {
         case .doNotHold:
             return false
-        case .drainChildren:
-            queue.cancelAllOperations()
-            queue.isSuspended = false
+        case let .drainChildren(admittedBefore):
+            drain(cancelling: admittedBefore)
             return true
-        case let .deliverHeldFinish(childErrors):
+        case let .deliverHeldFinish(childErrors, _):
             deliverHeldFinish(prepending: childErrors)
             return true
         }
@@ -235,12 +235,23 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     override func releaseResources() {
         deliveringFinish { completeProgress() } // progress observers are user code
-        if children.withLock({ $0.finished() }) == .drainChildren {
+        if case let .drainChildren(admittedBefore) = children.withLock({ $0.finished() }) {
             // Finished without executing (cancelled, or a condition failed): the children never
             // will. Cancel them and let the queue drain them.
-            queue.cancelAllOperations()
-            queue.isSuspended = false
+            drain(cancelling: admittedBefore)
         }
+    }
+
+    /// The group will never execute: its children are cancelled and its queue lets them finish.
+    /// Those admitted before are cancelled by name too: one still on its way into the queue
+    /// (added from another thread a moment ago) escapes `cancelAllOperations()`, and the queue
+    /// would then run it once resumed.
+    private func drain(cancelling admittedBefore: [Foundation.Operation]) {
+        for child in admittedBefore {
+            child.cancel()
+        }
+        queue.cancelAllOperations()
+        queue.isSuspended = false
     }
 
     /// The first of `categories` this group (or a group enclosing it) holds while it executes.

@@ -4,7 +4,12 @@
 /// A group finishes only once every child it admitted has finished: after executing, when the
 /// last child finishes; without executing (cancelled, or a condition failed), by holding its
 /// finish back until its cancelled children have drained.
-struct GroupStateMachine {
+///
+/// `Child` is what identifies a child (`Foundation.Operation` in a group; anything in a test).
+/// The children admitted while the group waits are kept until it executes: if it never does, they
+/// are cancelled by name, since one still on its way into the children's queue escapes that
+/// queue's `cancelAllOperations()`.
+struct GroupStateMachine<Child> {
     enum Phase: Equatable {
         /// Not executing yet: children are admitted and wait.
         case waiting
@@ -34,6 +39,8 @@ struct GroupStateMachine {
     private(set) var admittedChildren = 0
     /// Every child's errors, in the order the children finished.
     private(set) var childErrors: [any Error] = []
+    /// Children admitted while the group waits, until it executes (or never will).
+    private(set) var childrenBeforeExecution: [Child] = []
 
     /// No child may join any more.
     var isDone: Bool { phase == .done || phase == .drained }
@@ -53,11 +60,19 @@ struct GroupStateMachine {
     }
 
     /// A child joins.
-    mutating func childAdmitted() -> Admission {
+    mutating func childAdmitted(_ child: Child) -> Admission {
         guard !isDone else { return .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
-        return phase == .draining ? .countedNeverToRun : .counted
+        switch phase {
+        case .waiting:
+            childrenBeforeExecution.append(child)
+            return .counted
+        case .draining:
+            return .countedNeverToRun
+        case .executing, .drained, .done:
+            return .counted
+        }
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {
@@ -66,22 +81,31 @@ struct GroupStateMachine {
         return settle()
     }
 
+    /// What the group's execution begins with.
+    struct ExecutionStart {
+        let action: Action
+        /// The children admitted while it waited, no longer needed: released by the caller after
+        /// unlocking (a child's `deinit` is user code).
+        let released: [Child]
+    }
+
     /// The group executes: it finishes at once if it has no unfinished child.
-    mutating func executionBegan() -> Action {
-        guard phase == .waiting else { return .none }
+    mutating func executionBegan() -> ExecutionStart {
+        guard phase == .waiting else { return ExecutionStart(action: .none, released: []) }
         phase = .executing
-        return settle()
+        return ExecutionStart(action: settle(), released: takeChildrenBeforeExecution())
     }
 
     /// What a group about to finish without executing does with its finish.
     enum HoldAction {
         /// Nothing to hold (it executed after all): finish as usual.
         case doNotHold
-        /// Hold the finish back, cancel the children and let them drain: `childFinished`
-        /// delivers it once the last one has finished.
-        case drainChildren
-        /// No child is left: deliver the held finish now, with the children's errors first.
-        case deliverHeldFinish(childErrors: [any Error])
+        /// Hold the finish back, cancel the children (`cancel`, and whatever the queue holds)
+        /// and let them drain: `childFinished` delivers it once the last one has finished.
+        case drainChildren(cancel: [Child])
+        /// No child is left: deliver the held finish now, with the children's errors first;
+        /// `released` are dropped after unlocking.
+        case deliverHeldFinish(childErrors: [any Error], released: [Child])
     }
 
     /// The group is about to finish without executing (cancelled, or a condition failed). It
@@ -90,24 +114,35 @@ struct GroupStateMachine {
         guard phase == .waiting else { return .doNotHold }
         guard unfinishedChildren == 0 else {
             phase = .draining
-            return .drainChildren
+            return .drainChildren(cancel: takeChildrenBeforeExecution())
         }
         phase = .drained
-        return .deliverHeldFinish(childErrors: childErrors)
+        return .deliverHeldFinish(childErrors: childErrors, released: takeChildrenBeforeExecution())
     }
 
     /// What a group that finished does with its children.
-    enum Finish: Equatable {
+    enum Finish {
         /// Nothing: it executed, and they have finished.
         case none
-        /// It never executed: cancel its children and let its queue drain them.
-        case drainChildren
+        /// It never executed: cancel its children (`cancel`, and whatever its queue holds) and
+        /// let its queue drain them.
+        case drainChildren(cancel: [Child])
     }
 
     /// The group finished.
     mutating func finished() -> Finish {
         defer { phase = .done }
-        return phase == .waiting || phase == .draining || phase == .drained ? .drainChildren : .none
+        switch phase {
+        case .waiting, .draining, .drained:
+            return .drainChildren(cancel: takeChildrenBeforeExecution())
+        case .executing, .done:
+            return .none
+        }
+    }
+
+    private mutating func takeChildrenBeforeExecution() -> [Child] {
+        defer { childrenBeforeExecution = [] }
+        return childrenBeforeExecution
     }
 
     private mutating func settle() -> Action {

@@ -9,7 +9,7 @@ import TestSupport
 // part; the invariants are checked in every state.
 
 private struct GroupModel {
-    var machine = GroupStateMachine()
+    var machine = GroupStateMachine<Int>()
     /// Children the scope may still admit; each finishes with an error when `failing` says so.
     var childrenLeft: Int
     var failing: Set<Int>
@@ -18,6 +18,13 @@ private struct GroupModel {
     var finishedChildren: [Int] = []
     var executed = false
     var cancelledBeforeStart = false
+    /// Children the group cancelled by name (admitted while it waited, and it never executed).
+    var cancelledByName: Set<Int> = []
+    /// Children admitted as never to run (the group drains already): cancelled when admitted.
+    var cancelledOnAdmission: Set<Int> = []
+    /// Children not finished when the group was stopped before it started: each must be
+    /// cancelled by name (it may still be on its way into the queue).
+    var unfinishedWhenStopped: Set<Int> = []
     var finishDeliveries = 0
     var deliveredErrors: [String] = []
     var violations: [String] = []
@@ -27,7 +34,7 @@ private struct GroupModel {
         self.failing = failing
     }
 
-    mutating func perform(_ action: GroupStateMachine.Action) {
+    mutating func perform(_ action: GroupStateMachine<Int>.Action) {
         switch action {
         case .none:
             break
@@ -42,7 +49,12 @@ private struct GroupModel {
         finishDeliveries += 1
         deliveredErrors = errors.map { "\($0)" }
         if !unfinished.isEmpty { violations.append("finished with children \(unfinished) unfinished") }
-        if (machine.finished() == .drainChildren) != !executed { violations.append("finished() misreports whether it executed") }
+        let finish = machine.finished()
+        if case let .drainChildren(cancel) = finish {
+            cancelledByName.formUnion(cancel)
+        }
+        if case .drainChildren = finish, executed { violations.append("finished() misreports whether it executed") }
+        if case .none = finish, !executed { violations.append("finished() misreports whether it executed") }
     }
 
     var possibleEvents: [ExplorationEvent<GroupModel>] {
@@ -51,7 +63,12 @@ private struct GroupModel {
         if childrenLeft > 0 && open {
             events.append(ExplorationEvent("admit") { model in
                 model.childrenLeft -= 1
-                _ = model.machine.childAdmitted()
+                let admission = model.machine.childAdmitted(model.admitted)
+                if admission == .countedNeverToRun {
+                    model.cancelledOnAdmission.insert(model.admitted)
+                } else if model.cancelledBeforeStart {
+                    model.violations.append("child\(model.admitted), admitted while the group drains, may run (\(admission))")
+                }
                 model.unfinished.append(model.admitted)
                 model.admitted += 1
             })
@@ -67,16 +84,17 @@ private struct GroupModel {
         if !executed && !cancelledBeforeStart && open {
             events.append(ExplorationEvent("execute") { model in
                 model.executed = true
-                model.perform(model.machine.executionBegan())
+                model.perform(model.machine.executionBegan().action)
             })
             events.append(ExplorationEvent("cancel before start") { model in
                 model.cancelledBeforeStart = true
+                model.unfinishedWhenStopped = Set(model.unfinished)
                 switch model.machine.holdFinishWithoutExecuting() {
                 case .doNotHold:
                     model.deliver([])
-                case .drainChildren:
-                    break
-                case let .deliverHeldFinish(childErrors):
+                case let .drainChildren(cancel):
+                    model.cancelledByName.formUnion(cancel)
+                case let .deliverHeldFinish(childErrors, _):
                     model.deliver(childErrors)
                 }
             })
@@ -85,7 +103,7 @@ private struct GroupModel {
     }
 
     var key: String {
-        "\(childrenLeft)|\(unfinished)|\(finishedChildren)|\(executed)|\(cancelledBeforeStart)|\(finishDeliveries)|\(machine.phase)|\(violations.count)"
+        "\(childrenLeft)|\(unfinished)|\(finishedChildren)|\(executed)|\(cancelledBeforeStart)|\(finishDeliveries)|\(machine.phase)|\(violations.count)|\(cancelledByName.sorted())|\(cancelledOnAdmission.sorted())|\(unfinishedWhenStopped.sorted())"
     }
 
     func checkInvariants(_ trail: [String]) {
@@ -96,6 +114,9 @@ private struct GroupModel {
     }
 
     func checkTerminal(_ trail: [String]) {
+        if cancelledBeforeStart { // never executed: no child may run
+            #expect(unfinishedWhenStopped.isSubset(of: cancelledByName), "children \(unfinishedWhenStopped.subtracting(cancelledByName)) of a group stopped before it started were not cancelled after \(trail)")
+        }
         #expect(finishDeliveries == 1 || (!executed && !cancelledBeforeStart), "not finished exactly once after \(trail)")
         if finishDeliveries == 1 { // executed or not, the group reports every child's errors
             let expected = finishedChildren.filter(failing.contains).map { "\(StubError("child\($0)"))" }
