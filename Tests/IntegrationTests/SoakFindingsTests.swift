@@ -219,6 +219,52 @@ struct SoakFindingsTests {
         #expect(ranInside == 0, "a child added as its group's condition failed executed inside the group in \(ranInside) of \(rounds) rounds")
     }
 
+    // Soak round seed 11962696093026829976 (under ASan). API.md semantics 9: a serial queue starts
+    // its operations one at a time, in the order added; nothing stops it for good.
+    //
+    // Cause (Sources/Operations/Operation/AsyncOperation+Conditions.swift, `advance`): once its
+    // dependency finished, the lifecycle told the operation to ask its serial queue for the turn
+    // (and to read its conditions' categories first). It was cancelled, and finished, before it
+    // asked. The queue heard of that finish (`finishedBeforeHandOff`, which gives back a turn the
+    // operation holds) and only then gave it the turn, which nobody gave back: every later
+    // operation waited for it for ever. An operation given the turn now tells its lifecycle
+    // (`turnTaken()`), which hands the turn back if it had finished meanwhile. Here the test holds
+    // the operation in that window by holding its condition's `mutuallyExclusiveCategories`.
+    @Test
+    func operationFinishedBeforeItAsksForItsTurn_givesTheSerialQueuesTurnBack() {
+        // Given an operation on a serial queue, waiting for a dependency the test finishes, with a
+        // condition whose categories the test holds once armed
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let dependency = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in dependency.hold(finish) }
+        let categoriesRead = Signal()
+        let proceed = Signal()
+        let condition = CategoriesHeldByTest(read: categoriesRead, proceed: proceed)
+        let operation = AsyncBlockOperation {}
+        operation.addCondition(condition)
+        operation.addDependency(first)
+        queue.addOperations([first, operation], waitUntilFinished: false)
+        #expect(dependency.waitUntilHeld())
+
+        // When the dependency finishes, and the operation, on its way to ask for the turn, is
+        // cancelled and finishes before it asks
+        condition.arm()
+        let finishing = runOnOwnThread { _ = dependency.call(nil) }
+        #expect(categoriesRead.wait())
+        operation.cancel()
+        #expect(waitUntilFinished([operation]))
+        proceed.signal()
+        #expect(finishing.wait())
+
+        // Then the serial queue still runs what comes next
+        let next = AsyncBlockOperation {}
+        queue.addOperation(next)
+        let ran = waitUntilFinished([next], timeout: 5)
+        #expect(ran, "the serial queue stopped: \(queue.debugDescription)")
+        if !ran { queue.cancelAllOperations() }
+    }
+
     // Soak round seed 12102467312445753433 (with categories held by containers turned off).
     // Issue 15, point 1, in another order: API.md semantics 2, "an operation is never granted a
     // category while it cannot take a slot on its queue". Added together, it fails; added while
@@ -519,6 +565,41 @@ struct SoakFindingsTests {
 }
 
 /// A condition the test answers: its completion is held until the test calls it.
+/// A condition whose `mutuallyExclusiveCategories`, once armed, tells the test it is being read
+/// and waits until the test lets it go (it names no category).
+private final class CategoriesHeldByTest: OperationCondition, @unchecked Sendable {
+    // @unchecked Sendable: `armed` is guarded by `lock`; the signals are thread-safe.
+    private let lock = NSLock()
+    private var armed = false
+    private let read: Signal
+    private let proceed: Signal
+
+    init(read: Signal, proceed: Signal) {
+        self.read = read
+        self.proceed = proceed
+    }
+
+    func arm() {
+        lock.withLock { armed = true }
+    }
+
+    var mutuallyExclusiveCategories: Set<String> {
+        let holds = lock.withLock { () -> Bool in
+            defer { armed = false }
+            return armed
+        }
+        if holds {
+            read.signal()
+            _ = proceed.wait()
+        }
+        return []
+    }
+
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}
+
 private struct AnsweredByTest: OperationCondition {
     let answer: HeldCallback<ConditionResult>
 

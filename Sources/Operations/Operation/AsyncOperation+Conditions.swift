@@ -60,9 +60,12 @@ extension AsyncOperation {
         case let .finishClosingCycle(dependencyName):
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .proceedWithoutConditions(queue, ticket):
-            if let queue, queue.requestTurn(for: self, ticket: ticket).passage == .parked {
-                logWaiting()
-                return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
+            if let queue {
+                if queue.requestTurn(for: self, ticket: ticket).passage == .parked {
+                    logWaiting()
+                    return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
+                }
+                guard keepsTurn(on: queue) else { return }
             }
             acquire([])
         case let .evaluateConditions(conditions, queue, ticket):
@@ -77,8 +80,21 @@ extension AsyncOperation {
                     logWaiting()
                     return
                 }
+                guard keepsTurn(on: queue) else { return }
             }
             evaluate(conditions, categories: categories, in: turn?.group, lineRoot: turn?.lineRoot)
+        }
+    }
+
+    /// Given the turn it asked `queue` for: whether it goes on. One that finished before it asked
+    /// (cancelled on its way) gives the turn back, since its queue heard of that finish first.
+    private func keepsTurn(on queue: AsyncOperationQueue) -> Bool {
+        switch lifecycle.turnTaken() {
+        case .goOn:
+            return true
+        case let .giveBack(ticket):
+            queue.turnUnused(ticket: ticket)
+            return false
         }
     }
 

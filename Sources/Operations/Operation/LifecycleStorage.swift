@@ -70,6 +70,7 @@ struct LifecycleStorage {
     func returnCategoriesWhileSuspended() -> OperationLifecycle.GiveBack { locked.withLock { $0.returnCategoriesWhileSuspended() } }
     func yieldCategoriesUntilStarted() -> OperationLifecycle.Yield { locked.withLock { $0.yieldCategoriesUntilStarted() } }
     func resumeAfterSuspension() -> OperationLifecycle.ResumeAction { locked.withLock { $0.resumeAfterSuspension() } }
+    func turnTaken() -> OperationLifecycle.TurnTaken { locked.withLock { $0.turnTaken() } }
 
     // MARK: - Running and finishing
 

@@ -857,11 +857,31 @@ struct OperationLifecycle {
         case .waitingForCategories where !holdsCategories:
             return .acquireCategories(categories)
         case .finished:
-            guard case let .finished(placement?) = state, !placement.wasHandedOff else { return .none }
-            return .giveBackTurn(ticket: placement.ticket)
+            return turnGivenAfterFinish.map(ResumeAction.giveBackTurn) ?? .none
         default:
             return .none
         }
+    }
+
+    /// What an operation does with the turn its queue just gave it.
+    enum TurnTaken {
+        /// Go on towards execution.
+        case goOn
+        /// It finished before it asked, and its queue heard of that finish first (so it did not
+        /// take the turn back then): the turn goes to the next one.
+        case giveBack(ticket: UInt64)
+    }
+
+    /// Its queue gave it the turn it asked for on its way to execution.
+    func turnTaken() -> TurnTaken {
+        turnGivenAfterFinish.map(TurnTaken.giveBack) ?? .goOn
+    }
+
+    /// The ticket of a finished operation that its queue may have let through after hearing of
+    /// the finish: it never went to Foundation, so any turn it was given is unused.
+    private var turnGivenAfterFinish: UInt64? {
+        guard case let .finished(placement?) = state, !placement.wasHandedOff else { return nil }
+        return placement.ticket
     }
 
     /// Marks the conditions as handed out for evaluation; `false` if they already were.
