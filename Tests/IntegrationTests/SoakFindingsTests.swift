@@ -455,6 +455,82 @@ struct SoakFindingsTests {
         #expect(waitUntilFinished(everything))
     }
 
+    // Found by reading the fix above (not by the soak): the same circle, closed by a grant rather
+    // than by a waiter lining up. API.md semantics 2, as in the first test.
+    //
+    // Cause (`ExclusivityState.acquireAlone`, and every grant): a category granted outright to a
+    // group's child (free, nobody ahead of it) holds up, through that group's tree, the waiters
+    // for it and whoever waits for them; another child of the same tree waiting behind one of
+    // those may then go ahead. A grant changed nothing else, so nobody looked again. Here T's
+    // child O takes C, which Z (R's child) waits for; R holds E, which W needs; so W can run only
+    // after T, and T's other child O2, waiting behind W for D, may go ahead. O (a group) waits
+    // for its child, which depends on O2. A grant to a group's child now lets in whoever may go.
+    @Test
+    func grantToAGroupsChild_letsInItsSiblingThatTheGrantHoldsUp() {
+        // Given W needing D and E, added first, waiting for a dependency
+        let (c, d, e, f) = (uniqueName("C"), uniqueName("D"), uniqueName("E"), uniqueName("F"))
+        let queue = AsyncOperationQueue()
+        let dependencyOfW = HeldCallback<(any Error)?>()
+        let w = AsyncBlockOperation {}
+        w.addCondition(ExclusiveCategory(d))
+        w.addCondition(ExclusiveCategory(e))
+        w.addDependency(AsyncBlockOperation { finish in dependencyOfW.hold(finish) })
+        queue.addOperations(w.dependencies + [w], waitUntilFinished: false)
+        #expect(dependencyOfW.waitUntilHeld())
+        // and a group T, holding nothing, whose child O2 needs D once its sibling finishes, and
+        // whose child O, a group needing C, has a child that depends on O2
+        let (firstOfT, siblingOfO2, o2) = heldThenNeeding([d])
+        let siblingOfO = HeldCallback<(any Error)?>()
+        let firstOfO = AsyncBlockOperation { finish in siblingOfO.hold(finish) }
+        let childOfO = AsyncBlockOperation {}
+        childOfO.addDependency(o2)
+        let o = GroupOperation(operations: [childOfO])
+        o.addCondition(ExclusiveCategory(c))
+        o.addDependency(firstOfO)
+        let t = GroupOperation(operations: [firstOfT, o2, firstOfO, o])
+        queue.addOperation(t)
+        #expect(siblingOfO2.waitUntilHeld() && siblingOfO.waitUntilHeld())
+        // and a group R holding E, whose child Z needs C and F once its sibling finishes, and a
+        // group Q holding F whose child depends on T
+        let (r, siblingOfZ, z) = groupWhoseChild(needs: [c, f], holding: e)
+        queue.addOperation(r)
+        #expect(siblingOfZ.waitUntilHeld())
+        let childOfQ = AsyncBlockOperation {}
+        childOfQ.addDependency(t)
+        let q = GroupOperation(operations: [childOfQ])
+        q.addCondition(ExclusiveCategory(f))
+        queue.addOperation(q)
+        #expect(waitUntil { q.isExecuting })
+
+        // When W lines up (for D, and for E held by R), O2 lines up for D behind W, Z lines up
+        // for C and F (held by Q), and O is granted C outright (it stands before Z)
+        dependencyOfW.call(nil)
+        #expect(waitUntil { w.debugDescription.contains("waiting for categories") })
+        siblingOfO2.call(nil)
+        #expect(waitUntil { o2.debugDescription.contains("waiting for categories") })
+        siblingOfZ.call(nil)
+        #expect(waitUntil { z.debugDescription.contains("waiting for categories") })
+        siblingOfO.call(nil)
+
+        // Then everything finishes (nothing else happens that would make the engine look again)
+        let everything = [t, o, o2, childOfO, r, z, q, childOfQ, w]
+        let finished = waitUntilFinished(everything, timeout: 5)
+        #expect(finished, "deadlock: \(queue.debugDescription); O2: \(o2.debugDescription); Z: \(z.debugDescription)")
+        if !finished { t.cancel() } // let the rest of the suite go on
+        #expect(waitUntilFinished(everything))
+    }
+
+    /// An operation the test finishes, and one needing `needed` that depends on it (for a group's
+    /// children: the second lines up once the test lets the first finish).
+    private func heldThenNeeding(_ needed: [String]) -> (AsyncOperation, HeldCallback<(any Error)?>, AsyncOperation) {
+        let held = HeldCallback<(any Error)?>()
+        let first = AsyncBlockOperation { finish in held.hold(finish) }
+        let then = AsyncBlockOperation {}
+        needed.forEach { then.addCondition(ExclusiveCategory($0)) }
+        then.addDependency(first)
+        return (first, held, then)
+    }
+
     // Soak round seed 3076789455885565968 (under ASan). API.md semantics 2, as in the first test.
     //
     // Cause: the search for waiters held up by a group's tree answered "no" for a waiter whose

@@ -18,7 +18,10 @@ final class ExclusivityController: Sendable {
     /// queue has a slot for it).
     func acquire(_ categories: [String], for operation: AsyncOperation, place: LinePlace) -> ExclusivityState.Acquisition {
         let answer = state.withLock { $0.acquire(ExclusivityState.Request(place: place, operation: operation, categories: categories)) }
-        if case let .waits(letIn) = answer { grant(letIn) }
+        switch answer {
+        case let .granted(letIn), let .waits(letIn):
+            grant(letIn) // others; the asking operation goes on when this returns
+        }
         return answer
     }
 

@@ -31,12 +31,15 @@ struct ExclusivityState: Sendable {
 
     /// The answer to a request.
     enum Acquisition: Equatable {
-        /// Every category is held for it now.
-        case granted
+        /// Every category is held for it now. Held by a group's tree, they may have let in others:
+        /// members of that tree that may now go ahead of waiters the grant holds up.
+        case granted(letIn: Granted)
         /// It waits in its categories' lines; a release or withdrawal grants it later. Standing in
         /// line, it may have let in others: members of a group's tree that may now go ahead of it.
         case waits(letIn: Granted)
 
+        /// It holds them, and let nobody in.
+        static let granted = Acquisition.granted(letIn: .none)
         /// It waits, and let nobody in.
         static let waits = Acquisition.waits(letIn: .none)
     }
@@ -89,7 +92,7 @@ struct ExclusivityState: Sendable {
         }
         if canGrant(place: request.place, categories: request.categories) {
             grant(request.categories, to: request.operation, at: request.place)
-            return .granted
+            return .granted(letIn: lettingInAfterGrant(to: request.place))
         }
         enterLines(request)
         return .waits(letIn: Granted(letInWhoeverMayGo()))
@@ -213,7 +216,7 @@ struct ExclusivityState: Sendable {
             return .needsLook
         }
         switch answer {
-        case .granted: return .granted
+        case .granted: return .granted(letIn: lettingInAfterGrant(to: request.place))
         case .waits:
             // A group's child lining up behind the holder's tree holds its own group up, and with
             // it the waiters for the group's categories: the holder's tree may now go ahead of
@@ -224,15 +227,24 @@ struct ExclusivityState: Sendable {
         }
         if canGrant(place: request.place, categories: request.categories) {
             grant(request.categories, to: request.operation, at: request.place)
-            return .granted
+            return .granted(letIn: lettingInAfterGrant(to: request.place))
         }
         enterLines(request)
         return .waits(letIn: Granted(letInWhoeverMayGo()))
     }
 
+    /// A category granted to a group's child holds up, through that group's tree, the waiters
+    /// for it and whoever waits for them: other members of the tree may now go ahead of those
+    /// waiters elsewhere, so it looks again. A top-level operation's tree has nobody else in line
+    /// (its children, if it is a group, ask only once it executes), so its grant changes nobody's
+    /// answer.
+    private mutating func lettingInAfterGrant(to place: LinePlace) -> Granted {
+        place.isInAGroup ? Granted(letInWhoeverMayGo()) : .none
+    }
+
     private mutating func releaseAlone(_ name: String) -> Granted {
         var needsLook = false
-        let granted = withCategory(name) { category -> AsyncOperation? in
+        let granted = withCategory(name) { category -> (AsyncOperation, LinePlace)? in
             category.holder = nil
             guard let (place, first) = category.line.first else { return nil }
             guard first.categories.count == 1 else {
@@ -242,12 +254,13 @@ struct ExclusivityState: Sendable {
             category.line.removeFirst()
             category.holder = first.operation
             category.holderRoot = place.root
-            return first.operation
+            return (first.operation, place)
         }
         if needsLook {
             return Granted(grantWaiters(in: [name]) + letInWhoeverMayGo())
         }
-        return granted.map(Granted.one) ?? .none
+        guard let (operation, place) = granted else { return .none }
+        return place.isInAGroup ? Granted([operation] + letInWhoeverMayGo()) : .one(operation)
     }
 
     /// Runs `body` on the named category, creating it if needed and dropping it afterwards if it

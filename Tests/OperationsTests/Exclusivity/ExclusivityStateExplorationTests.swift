@@ -98,9 +98,13 @@ private struct ExclusivityModel {
 
     mutating func acquire(_ index: Int) {
         standings[index] = .waiting
-        if state.acquire(requests[index]) == .granted {
+        switch state.acquire(requests[index]) {
+        case let .granted(letIn):
             checkNobodyAhead(of: index)
             standings[index] = .holding
+            granted(letIn)
+        case let .waits(letIn):
+            granted(letIn)
         }
     }
 
