@@ -251,11 +251,11 @@ struct SoakFindingsTests {
         // cancelled and finishes before it asks
         condition.arm()
         let finishing = runOnOwnThread { _ = dependency.call(nil) }
-        #expect(categoriesRead.wait())
+        #expect(categoriesRead.wait(timeout: generousTimeout))
         operation.cancel()
         #expect(waitUntilFinished([operation]))
         proceed.signal()
-        #expect(finishing.wait())
+        #expect(finishing.wait(timeout: generousTimeout))
 
         // Then the serial queue still runs what comes next
         let next = AsyncBlockOperation {}
@@ -640,7 +640,6 @@ struct SoakFindingsTests {
     }
 }
 
-/// A condition the test answers: its completion is held until the test calls it.
 /// A condition whose `mutuallyExclusiveCategories`, once armed, tells the test it is being read
 /// and waits until the test lets it go (it names no category).
 private final class CategoriesHeldByTest: OperationCondition, @unchecked Sendable {
@@ -676,6 +675,7 @@ private final class CategoriesHeldByTest: OperationCondition, @unchecked Sendabl
     }
 }
 
+/// A condition the test answers: its completion is held until the test calls it.
 private struct AnsweredByTest: OperationCondition {
     let answer: HeldCallback<ConditionResult>
 

@@ -65,7 +65,7 @@ extension AsyncOperation {
                     logWaiting()
                     return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
                 }
-                guard keepsTurn(on: queue) else { return }
+                guard takeTurn(on: queue) else { return }
             }
             acquire([])
         case let .evaluateConditions(conditions, queue, ticket):
@@ -80,15 +80,16 @@ extension AsyncOperation {
                     logWaiting()
                     return
                 }
-                guard keepsTurn(on: queue) else { return }
+                guard takeTurn(on: queue) else { return }
             }
             evaluate(conditions, categories: categories, in: turn?.group, lineRoot: turn?.lineRoot)
         }
     }
 
-    /// Given the turn it asked `queue` for: whether it goes on. One that finished before it asked
-    /// (cancelled on its way) gives the turn back, since its queue heard of that finish first.
-    private func keepsTurn(on queue: AsyncOperationQueue) -> Bool {
+    /// Takes the turn it asked `queue` for; `false` if it finished before it asked (cancelled on
+    /// its way): its queue heard of that finish first, so it gives the turn back and goes no
+    /// further.
+    private func takeTurn(on queue: AsyncOperationQueue) -> Bool {
         switch lifecycle.turnTaken() {
         case .goOn:
             return true

@@ -67,7 +67,7 @@ extension AsyncOperationQueue {
     /// from then on the queue refuses new operations. It stays `true`; a queue cannot be started
     /// again.
     public var isShutDown: Bool {
-        shutdown != nil
+        shutDownUnderWay != nil
     }
 
     /// Sets the queue's shut-down, or joins the one under way, and starts the grace period.

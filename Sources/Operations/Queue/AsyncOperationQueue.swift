@@ -75,12 +75,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let group: GroupOperation?
     }
 
+    /// Where the operation added with `ticket` waits in the scheduler's lines, read in one step.
     func lineWait(ticket: UInt64) -> LineWait {
         state.withLock { LineWait(reason: $0.scheduler.waitsInLine(ticket: ticket), group: $0.settings.group) }
     }
 
     /// The shut-down under way, if `shutDown` was called.
-    var shutdown: QueueShutdown? {
+    var shutDownUnderWay: QueueShutdown? {
         state.withLock { $0.shutdown }
     }
 

@@ -84,7 +84,11 @@ private struct GroupModel {
         if !executed && !cancelledBeforeStart && open {
             events.append(ExplorationEvent("execute") { model in
                 model.executed = true
-                model.perform(model.machine.executionBegan().action)
+                let start = model.machine.executionBegan()
+                if start.released != Array(0..<model.admitted) {
+                    model.violations.append("executionBegan() released \(start.released), not the \(model.admitted) children admitted while the group waited")
+                }
+                model.perform(start.action)
             })
             events.append(ExplorationEvent("cancel before start") { model in
                 model.cancelledBeforeStart = true
