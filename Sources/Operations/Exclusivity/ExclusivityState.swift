@@ -92,7 +92,7 @@ struct ExclusivityState: Sendable {
         }
         if canGrant(place: request.place, categories: request.categories) {
             grant(request.categories, to: request.operation, at: request.place)
-            return .granted(letIn: lettingInAfterGrant(to: request.place))
+            return .granted(letIn: Granted(lettingIn(afterChangeBy: request.place)))
         }
         enterLines(request)
         return .waits(letIn: Granted(letInWhoeverMayGo()))
@@ -216,30 +216,27 @@ struct ExclusivityState: Sendable {
             return .needsLook
         }
         switch answer {
-        case .granted: return .granted(letIn: lettingInAfterGrant(to: request.place))
-        case .waits:
-            // A group's child lining up behind the holder's tree holds its own group up, and with
-            // it the waiters for the group's categories: the holder's tree may now go ahead of
-            // them elsewhere. A top-level operation needing one category stands in no other line
-            // and holds nothing, so it changes nobody's answer.
-            return request.place.isInAGroup ? .waits(letIn: Granted(letInWhoeverMayGo())) : .waits
+        case .granted: return .granted(letIn: Granted(lettingIn(afterChangeBy: request.place)))
+        case .waits: return .waits(letIn: Granted(lettingIn(afterChangeBy: request.place)))
         case .needsLook: break
         }
         if canGrant(place: request.place, categories: request.categories) {
             grant(request.categories, to: request.operation, at: request.place)
-            return .granted(letIn: lettingInAfterGrant(to: request.place))
+            return .granted(letIn: Granted(lettingIn(afterChangeBy: request.place)))
         }
         enterLines(request)
         return .waits(letIn: Granted(letInWhoeverMayGo()))
     }
 
-    /// A category granted to a group's child holds up, through that group's tree, the waiters
-    /// for it and whoever waits for them: other members of the tree may now go ahead of those
-    /// waiters elsewhere, so it looks again. A top-level operation's tree has nobody else in line
-    /// (its children, if it is a group, ask only once it executes), so its grant changes nobody's
-    /// answer.
-    private mutating func lettingInAfterGrant(to place: LinePlace) -> Granted {
-        place.isInAGroup ? Granted(letInWhoeverMayGo()) : .none
+    /// Whoever may go now that the operation at `place` was granted a category, or lined up
+    /// behind one that another tree holds, with no line of a free category changed. Done by a
+    /// group's child, either holds up waiters elsewhere through a group's tree (the waiters for
+    /// what it was granted; or, lining up, its own group and the waiters for that group's
+    /// categories), and members of the other tree may then go ahead of them: look again. A
+    /// top-level operation's tree has nobody else in line (its children, if it is a group, ask
+    /// only once it executes), so its change leaves every answer as it was.
+    private mutating func lettingIn(afterChangeBy place: LinePlace) -> [AsyncOperation] {
+        place.isInAGroup ? letInWhoeverMayGo() : []
     }
 
     private mutating func releaseAlone(_ name: String) -> Granted {
@@ -260,7 +257,8 @@ struct ExclusivityState: Sendable {
             return Granted(grantWaiters(in: [name]) + letInWhoeverMayGo())
         }
         guard let (operation, place) = granted else { return .none }
-        return place.isInAGroup ? Granted([operation] + letInWhoeverMayGo()) : .one(operation)
+        let others = lettingIn(afterChangeBy: place)
+        return others.isEmpty ? .one(operation) : Granted([operation] + others)
     }
 
     /// Runs `body` on the named category, creating it if needed and dropping it afterwards if it
