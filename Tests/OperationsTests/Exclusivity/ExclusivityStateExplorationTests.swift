@@ -255,34 +255,30 @@ private struct ExclusivityModel {
     ]
 
     @Test func everyOrderOfEvents_withGroups_neverCloseACircle() {
-        var total = 0
-        for (name, scope, parents) in Self.treeScopes {
-            let report = exploreEveryOrder(
-                from: ExclusivityModel(scope, parents: parents),
-                events: \.possibleEvents,
-                key: \.key,
-                check: { $0.checkInvariants($1) },
-                checkTerminal: { $0.checkTerminal($1) }
-            )
-            #expect(report.terminalStates > 0, "ExclusivityState exploration with groups, \(name): \(report)")
-            total += report.states
+        let total = Self.treeScopes.reduce(0) { total, entry in
+            total + Self.exploreEveryOrder(of: ExclusivityModel(entry.scope, parents: entry.parents), named: "with groups, \(entry.name)")
         }
         #expect(total > 1_000)
     }
 
     @Test func everyOrderOfEvents_keepsTheExclusionInvariants() {
-        var total = 0
-        for (name, scope) in Self.scopes {
-            let report = exploreEveryOrder(
-                from: ExclusivityModel(scope),
-                events: \.possibleEvents,
-                key: \.key,
-                check: { $0.checkInvariants($1) },
-                checkTerminal: { $0.checkTerminal($1) }
-            )
-            #expect(report.terminalStates > 0, "ExclusivityState exploration, \(name): \(report)")
-            total += report.states
+        let total = Self.scopes.reduce(0) { total, entry in
+            total + Self.exploreEveryOrder(of: ExclusivityModel(entry.scope), named: entry.name)
         }
         #expect(total > 5_000) // the scopes really branch
+    }
+
+    /// Explores every order of events from `model`, checking the invariants in every state;
+    /// returns how many states it visited.
+    private static func exploreEveryOrder(of model: ExclusivityModel, named name: String) -> Int {
+        let report = TestSupport.exploreEveryOrder(
+            from: model,
+            events: \.possibleEvents,
+            key: \.key,
+            check: { $0.checkInvariants($1) },
+            checkTerminal: { $0.checkTerminal($1) }
+        )
+        #expect(report.terminalStates > 0, "ExclusivityState exploration, \(name): \(report)")
+        return report.states
     }
 }
