@@ -22,7 +22,7 @@ extension AsyncOperation {
     private func makeLogBinding(_ logger: any OperationLogger, on queue: AsyncOperationQueue) -> LoggingObserver {
         LoggingObserver(
             logger: logger,
-            queue: queue,
+            queue: queue.mention,
             operationID: .next(),
             groupID: queue.group?.logBinding?.operationID,
             dependencyIDs: dependencies.compactMap { ($0 as? AsyncOperation)?.logBinding?.operationID }

@@ -8,7 +8,7 @@ extension AsyncOperationQueue {
         let current = operation.queueForMessages
         let message: String
         switch (kind, current) {
-        case let (.addedTwice, current?) where current === self:
+        case let (.addedTwice, current?) where current === mention:
             message = "the operation is already on queue '\(displayName)'; adding it to the same queue again was ignored, and it runs once"
         case let (.addedTwice, current?):
             message = "the operation is already on queue '\(current.displayName)', so queue '\(displayName)' refused it; the second add was ignored, and it runs once, on '\(current.displayName)'"
@@ -17,7 +17,7 @@ extension AsyncOperationQueue {
         case (_, nil):
             message = "queue '\(displayName)' refused the operation: \(reason)"
         }
-        let queues = current.map { $0 === self ? [self] : [$0, self] } ?? [self]
+        let queues = current.map { $0 === mention ? [mention] : [$0, mention] } ?? [mention]
         OperationDiagnostics.report(kind, operation, message, queues: queues)
     }
 }

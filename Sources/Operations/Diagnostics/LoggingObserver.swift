@@ -9,7 +9,8 @@ import Foundation
 struct LoggingObserver: OperationObserver, OperationLogger {
     /// The queue's logger.
     let logger: any OperationLogger
-    weak var queue: AsyncOperationQueue?
+    /// The queue the operation was added to, as log events name it.
+    let queue: QueueMention?
     let operationID: OperationID
     let groupID: OperationID?
     let dependencyIDs: [OperationID]

@@ -104,7 +104,7 @@ public enum OperationDiagnostics {
 
     /// Reports a misuse about `operation`. The queues named are `queues` when given, otherwise
     /// the one `operation` is on (or last ran on), if any.
-    static func report(_ kind: OperationDiagnostic.Kind, _ operation: Operation, _ message: String, queues: [OperationQueue]? = nil) {
+    static func report(_ kind: OperationDiagnostic.Kind, _ operation: Operation, _ message: String, queues: [QueueMention]? = nil) {
         let involved = queues ?? operation.queueForMessages.map { [$0] } ?? []
         let diagnostic = OperationDiagnostic(
             kind: kind,
@@ -130,7 +130,7 @@ extension Operation {
 
     /// The queue the operation is on, or last ran on, as far as this package knows: for messages.
     /// Read outside every lock.
-    var queueForMessages: OperationQueue? {
+    var queueForMessages: QueueMention? {
         if let operation = self as? AsyncOperation {
             return operation.lifecycle.lastKnownQueue
         }
@@ -142,8 +142,8 @@ extension OperationQueue {
     /// The queue's name, or its type when it has none: what messages call it. A group's own
     /// queue is called after its group.
     var displayName: String {
-        if let queue = self as? AsyncOperationQueue, let group = queue.group {
-            return "children of \(group.displayName)"
+        if let queue = self as? AsyncOperationQueue {
+            return queue.mention.displayName
         }
         return name ?? String(describing: type(of: self))
     }

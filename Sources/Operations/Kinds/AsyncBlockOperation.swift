@@ -143,18 +143,19 @@ final class ContinuationGate: Sendable {
     private struct State {
         var operation: AsyncBlockOperation?
         var wasCalled = false
-        /// The queue the operation runs on, for a diagnostic once the gate has let go of it.
-        weak var queue: OperationQueue?
     }
 
     private let state: Locked<State>
+    /// The queue the operation runs on, for a diagnostic once the gate has let go of it.
+    private let queue: QueueMention?
     /// What names the operation in a diagnostic once the gate has let go of it.
     private let operationName: String?
     private let operationType: AsyncBlockOperation.Type
     private let createdAt: CallSite?
 
     init(operation: AsyncBlockOperation, createdAt: CallSite?) {
-        state = Locked.make(State(operation: operation, queue: operation.queueForMessages))
+        state = Locked.make(State(operation: operation))
+        queue = operation.queueForMessages
         operationName = operation.name
         operationType = type(of: operation)
         self.createdAt = createdAt
@@ -169,13 +170,13 @@ final class ContinuationGate: Sendable {
             return (state.operation, state.wasCalled)
         }
         if calledBefore {
-            reportSecondCall(dropping: error.map { [$0] } ?? [], queue: state.withLock { $0.queue })
+            reportSecondCall(dropping: error.map { [$0] } ?? [])
             return
         }
         operation?.finish(errors: error.map { [$0] } ?? [], by: .continuation(createdAt: createdAt))
     }
 
-    private func reportSecondCall(dropping errors: [any Error], queue: OperationQueue?) {
+    private func reportSecondCall(dropping errors: [any Error]) {
         let block = createdAt.map { " of the block created at \($0)" } ?? ""
         OperationDiagnostics.handler(OperationDiagnostic(
             kind: .continuationCalledTwice,

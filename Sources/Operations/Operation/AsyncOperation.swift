@@ -160,7 +160,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             case let .runPipelineInline(conditions):
                 let callerQueue = OperationQueue.current
                 let ticket = OperationsEngine.shared.tickets.next() // started by hand: on no queue of ours
-                lifecycle.startedOn(callerQueue, ticket: ticket)
+                lifecycle.startedOn(callerQueue, mention: callerQueue.map(QueueMention.of), ticket: ticket)
                 runPipeline(conditions, addingDependenciesTo: callerQueue)
             case let .acquireCategories(categories, lineRoot):
                 acquireCategoriesOnceStarted(categories, lineRoot: lineRoot)

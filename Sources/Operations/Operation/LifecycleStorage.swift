@@ -28,7 +28,7 @@ struct LifecycleStorage {
     var isExecutingForFoundation: Bool { locked.withLock { $0.isExecutingForFoundation } }
     var inspection: OperationLifecycle.Inspection { locked.withLock { $0.inspection } }
     var waitStart: OperationLifecycle.WaitStart { locked.withLock { $0.waitStart } }
-    var lastKnownQueue: OperationQueue? { locked.withLock { $0.lastKnownQueue } }
+    var lastKnownQueue: QueueMention? { locked.withLock { $0.lastKnownQueue } }
     var placeOnQueue: OperationLifecycle.PlaceOnQueue { locked.withLock { $0.placeOnQueue } }
     var hasLiveDependents: Bool { locked.withLock { $0.hasLiveDependents } }
     var standingInLine: OperationLifecycle.StandingInLine? { locked.withLock { $0.standingInLine } }
@@ -75,7 +75,7 @@ struct LifecycleStorage {
     // MARK: - Running and finishing
 
     func start() -> OperationLifecycle.StartAction { locked.withLock { $0.start() } }
-    func startedOn(_ queue: OperationQueue?, ticket: UInt64) { locked.withLock { $0.startedOn(queue, ticket: ticket) } }
+    func startedOn(_ queue: OperationQueue?, mention: QueueMention?, ticket: UInt64) { locked.withLock { $0.startedOn(queue, mention: mention, ticket: ticket) } }
     func startDelivered() -> OperationLifecycle.AfterStartAction { locked.withLock { $0.startDelivered() } }
     func announceProduced() -> OperationLifecycle.ProduceAction { locked.withLock { $0.announceProduced() } }
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }

@@ -42,8 +42,8 @@ extension OperationLifecycle {
     }
 
     /// The queue the operation is on, or last ran on: for messages.
-    var lastKnownQueue: OperationQueue? {
-        queue ?? foreignQueue ?? finishedOn
+    var lastKnownQueue: QueueMention? {
+        lastQueueMention
     }
 
     /// The categories it holds right now.

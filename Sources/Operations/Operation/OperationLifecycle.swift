@@ -108,8 +108,9 @@ struct OperationLifecycle {
     private(set) var queue: AsyncOperationQueue?
     /// The queue that called `start()`, when the operation runs on a plain `OperationQueue`.
     private(set) weak var foreignQueue: OperationQueue?
-    /// The queue it ran on, once finished: only for messages about a late call.
-    private(set) weak var finishedOn: OperationQueue?
+    /// What messages call the queue it is on, or last ran on (kept once it finished, for a late
+    /// call): held strongly, as it keeps no queue alive (see `QueueMention`).
+    private(set) var lastQueueMention: QueueMention?
     /// The mutually exclusive categories its conditions name, recorded when they are evaluated.
     private(set) var categories: [String] = []
     /// The leases of those categories that a `CategoryLock` extends beyond the process, if any
@@ -389,6 +390,7 @@ struct OperationLifecycle {
             return .reject(.addedTwice, "the operation is already on a queue; the second add was ignored")
         }
         self.queue = queue
+        lastQueueMention = queue.mention
         var placement = Placement(ticket: ticket, lineRoot: lineRoot)
         let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
             && !isCancelled && cycleDependencyName == nil
@@ -587,8 +589,9 @@ struct OperationLifecycle {
 
     /// Started by a plain queue (or by hand): remembers that queue, for produced operations, and
     /// takes its place in the order of adds (`ticket`, taken by the caller outside the lock).
-    mutating func startedOn(_ queue: OperationQueue?, ticket: UInt64) {
+    mutating func startedOn(_ queue: OperationQueue?, mention: QueueMention?, ticket: UInt64) {
         foreignQueue = queue
+        lastQueueMention = mention
         if case .enqueuing(var placement) = state, placement.ticket == 0 {
             placement.ticket = ticket
             state = .enqueuing(placement)
@@ -1133,7 +1136,6 @@ struct OperationLifecycle {
         state = .finished(placement)
         conditionFailures = []
         laterAwaited = []
-        finishedOn = queue ?? foreignQueue
         queue = nil
         foreignQueue = nil
         dependencies = []

@@ -57,6 +57,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Makes this queue the one that runs `group`'s children.
     func attach(to group: GroupOperation) {
         state.withLock { $0.settings.group = group }
+        mention.attach(to: group)
     }
 
     /// Logs to `logger` unless the queue has a logger already; whether it adopted it.
@@ -111,13 +112,25 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Creates an empty queue.
     public override init() {
         engine = .shared
+        mention = QueueMention(name: nil, type: Self.self)
         super.init()
+        mention.rename(name) // Foundation's default name
     }
 
     /// Creates an empty queue whose operations use `engine` (tests build isolated worlds so).
     init(engine: OperationsEngine) {
         self.engine = engine
+        mention = QueueMention(name: nil, type: Self.self)
         super.init()
+        mention.rename(name) // Foundation's default name
+    }
+
+    /// What the queue's operations remember of it, for messages and log events.
+    let mention: QueueMention
+
+    /// The queue's name, for messages, log events and debugging, as Foundation's.
+    open override var name: String? {
+        didSet { mention.rename(name) }
     }
 
     /// What the queue's operations share with the other queues of the same engine: categories,

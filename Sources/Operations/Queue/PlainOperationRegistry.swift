@@ -9,7 +9,7 @@ enum PlainOperationRegistry {
         weak var operation: Operation?
         let ticket: UInt64
         /// The queue it was given to, for messages.
-        weak var queue: OperationQueue?
+        let queue: QueueMention
     }
 
     private struct Table {
@@ -30,13 +30,13 @@ enum PlainOperationRegistry {
     /// threads adding the same operation at once exactly one succeeds. Once recorded, an operation
     /// is refused for as long as it lives: Foundation traps on an operation that is on a queue,
     /// executing or finished.
-    static func register(_ operation: Operation, on queue: OperationQueue, ticket: UInt64) -> Refusal? {
+    static func register(_ operation: Operation, on queue: AsyncOperationQueue, ticket: UInt64) -> Refusal? {
         let id = ObjectIdentifier(operation)
         return table.withLock { table -> Refusal? in
             if let previous = table.entries[id]?.operation, previous === operation {
                 return .alreadyAdded
             }
-            table.entries[id] = Entry(operation: operation, ticket: ticket, queue: queue)
+            table.entries[id] = Entry(operation: operation, ticket: ticket, queue: queue.mention)
             if table.entries.count >= table.pruneThreshold {
                 table.entries = table.entries.filter { $0.value.operation != nil }
                 table.pruneThreshold = max(1024, table.entries.count * 2)
@@ -54,9 +54,8 @@ enum PlainOperationRegistry {
         }
     }
 
-    /// The queue `operation` was given to, if it went through an `AsyncOperationQueue` that is
-    /// still alive.
-    static func queue(of operation: Operation) -> OperationQueue? {
+    /// The queue `operation` was given to, if it went through an `AsyncOperationQueue`.
+    static func queue(of operation: Operation) -> QueueMention? {
         let id = ObjectIdentifier(operation)
         return table.withLock { table in
             guard let entry = table.entries[id], entry.operation === operation else { return nil }

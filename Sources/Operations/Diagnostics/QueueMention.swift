@@ -1,0 +1,63 @@
+import Foundation
+
+/// A queue as messages and log events name it: what an operation remembers of the queue it is
+/// on, or ran on, without keeping that queue alive.
+///
+/// Every `AsyncOperationQueue` owns one and keeps it up to date with its `name` and its group.
+/// Operations hold it strongly. A weak reference to the queue itself would do the same job, but
+/// the first one gives the queue a side table, and from then on every retain and release of the
+/// queue (several per operation, most of them Foundation's) takes Swift's slow path: about 5% of
+/// a trivial operation's instructions.
+final class QueueMention: Sendable {
+    private struct Names {
+        var name: String?
+        /// The group whose children the queue runs, if any: it names the queue after itself.
+        weak var group: GroupOperation?
+    }
+
+    private let names: Locked<Names>
+    /// What the queue is called when it has no name: its type.
+    private let typeName: String
+
+    /// The mention of a queue of ours, named `name`, whose type is `type`.
+    init(name: String?, type: OperationQueue.Type) {
+        names = Locked.make(Names(name: name))
+        typeName = String(describing: type)
+    }
+
+    /// What is known now of a queue that is not ours (a plain `OperationQueue` that started an
+    /// operation): its name as it is now. Reads `queue.name`, which a subclass may override:
+    /// call it outside every lock.
+    convenience init(describing queue: OperationQueue) {
+        self.init(name: queue.name, type: type(of: queue))
+    }
+
+    /// The mention of any queue: its own, if it is one of ours; otherwise what is known of it now
+    /// (reads its `name`: call it outside every lock).
+    static func of(_ queue: OperationQueue) -> QueueMention {
+        (queue as? AsyncOperationQueue)?.mention ?? QueueMention(describing: queue)
+    }
+
+    /// The queue's `name`, as it was last set.
+    var name: String? {
+        names.withLock { $0.name }
+    }
+
+    /// The queue's name, or its type when it has none; a group's own queue is called after its
+    /// group.
+    var displayName: String {
+        let (name, group) = names.withLock { ($0.name, $0.group) }
+        if let group {
+            return "children of \(group.displayName)" // reads the group's name: outside the lock
+        }
+        return name ?? typeName
+    }
+
+    func rename(_ name: String?) {
+        names.withLock { $0.name = name }
+    }
+
+    func attach(to group: GroupOperation) {
+        names.withLock { $0.group = group }
+    }
+}

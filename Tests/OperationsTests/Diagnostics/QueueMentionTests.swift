@@ -1,0 +1,54 @@
+import Foundation
+@testable import Operations
+import Testing
+import TestSupport
+
+/// What an operation remembers of its queue: enough to name it in a late message, without keeping
+/// it alive and without a weak reference to it.
+@Suite struct QueueMentionTests {
+    @Test func aFinishedOperation_keepsNoQueueAlive_yetALateCallNamesTheQueueAsItIsNamedNow() async {
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("late")
+        let queueReference = WeakBox<AsyncOperationQueue>()
+        do {
+            let queue = AsyncOperationQueue()
+            queue.name = "first name"
+            queueReference.object = queue
+            queue.addOperation(operation)
+            #expect(waitUntilFinished([operation]))
+            queue.name = "imports"
+        }
+        #expect(await eventually { queueReference.object == nil }) // Foundation lets go of it soon after
+
+        operation.finish()
+
+        let report = DiagnosticsLog.shared.diagnostics(about: operation.name!).first
+        #expect(report?.kind == .finishedTwice)
+        #expect(report?.queueNames == ["imports"])
+    }
+
+    @Test func aGroupsQueue_isNamedAfterItsGroup_andAnUnnamedQueueByFoundationsDefaultName() {
+        let group = GroupOperation(operations: [])
+        group.name = "sync"
+        let childQueue = AsyncOperationQueue()
+        childQueue.attach(to: group)
+        #expect(childQueue.mention.displayName == "children of sync")
+
+        let unnamed = AsyncOperationQueue()
+        #expect(unnamed.mention.displayName == unnamed.name ?? "AsyncOperationQueue")
+    }
+
+    @Test func aPlainQueue_isNamedAsItWasWhenItStartedTheOperation() {
+        let plain = OperationQueue()
+        plain.name = "plain"
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("on a plain queue")
+        plain.addOperation(operation)
+        plain.waitUntilAllOperationsAreFinished()
+
+        operation.finish()
+
+        let report = DiagnosticsLog.shared.diagnostics(about: operation.name!).first
+        #expect(report?.queueNames == ["plain"])
+    }
+}
