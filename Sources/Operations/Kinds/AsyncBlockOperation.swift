@@ -17,45 +17,20 @@ import Foundation
 /// Calling the continuation a second time does nothing (and reports `.continuationCalledTwice`).
 /// Cancelling the operation while its continuation is pending finishes it at once; a later call
 /// of the continuation is ignored. The block is released when the operation finishes.
-// @unchecked Sendable: `body` lives in a `Locked` value; the rest is `AsyncOperation`'s.
+// @unchecked Sendable: the block lives in the lifecycle, under its lock; the rest is `AsyncOperation`'s.
 open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// The function that finishes an operation created with a continuation block: call it once,
     /// with `nil` on success or the error that made the work fail.
     public typealias Continuation = @Sendable ((any Error)?) -> Void
 
-    private enum Body {
-        case throwing(@Sendable () throws -> Void)
-        case continuation(@Sendable (_ finish: @escaping Continuation) -> Void)
-    }
-
-    /// Where the block is in its one call, so that a cancel and the call never cross: a block
-    /// never starts once its operation has finished.
-    private enum Invocation: Equatable {
-        case notStarted
-        /// A cancel came first: the block is never called.
-        case skipped
-        /// The block is being called; `finishRequested`: a cancel came meanwhile, and the
-        /// operation finishes as soon as the call returns.
-        case invoking(finishRequested: Bool)
-        /// The block was called (a continuation block may still be working).
-        case invoked
-    }
-
-    private struct BlockState {
-        var body: Body?
-        var invocation = Invocation.notStarted
-        var pendingContinuation: ContinuationGate?
-        /// Where a continuation block was created, for messages about its continuation.
-        var createdAt: CallSite?
-    }
-
-    private let block: Locked<BlockState>
+    /// Where a continuation block was created, for messages about its continuation.
+    private let createdAt: CallSite?
 
     /// Creates an operation that runs `block` and finishes when it returns. An error it throws
     /// becomes the operation's error.
     public init(_ block: @escaping @Sendable () throws -> Void) {
-        self.block = Locked.make(BlockState(body: .throwing(block)))
-        super.init()
+        createdAt = nil
+        super.init(block: .throwing(block))
     }
 
     /// Creates an operation that runs `block` and finishes when `block` calls its `finish`
@@ -64,8 +39,8 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// `file` and `line` say where the block was created: a diagnostic about its continuation
     /// (called twice, say) names that place.
     public init(_ block: @escaping @Sendable (_ finish: @escaping Continuation) -> Void, file: StaticString = #fileID, line: UInt = #line) {
-        self.block = Locked.make(BlockState(body: .continuation(block), createdAt: CallSite(file: file, line: line)))
-        super.init()
+        createdAt = CallSite(file: file, line: line)
+        super.init(block: .continuation(block))
     }
 
     /// Creates an operation that runs `block` and finishes when `block` calls its `finish`
@@ -73,20 +48,15 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// this initializer, or a reference to it as a function value.
     @_disfavoredOverload
     public init(_ block: @escaping @Sendable (_ finish: @escaping Continuation) -> Void) {
-        self.block = Locked.make(BlockState(body: .continuation(block)))
-        super.init()
+        createdAt = nil
+        super.init(block: .continuation(block))
     }
 
     /// Runs the block. Subclasses rarely override this.
     open override func execute() {
-        let body = isCancelled ? nil : block.withLock { state -> Body? in
-            guard state.invocation == .notStarted else { return nil } // a cancel came first
-            state.invocation = .invoking(finishRequested: false)
-            return state.body
-        }
-        switch body {
+        switch lifecycle.beginBlock() {
         case nil:
-            finish()
+            finish() // a cancel came first: the block is never called
         case let .throwing(work)?:
             do {
                 try work()
@@ -95,15 +65,11 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
                 finish(with: error)
             }
         case let .continuation(work)?:
-            let gate = ContinuationGate(operation: self, createdAt: block.withLock { $0.createdAt })
-            block.withLock { $0.pendingContinuation = gate }
+            let gate = ContinuationGate(operation: self, createdAt: createdAt)
+            lifecycle.awaitContinuation(through: gate)
             work { error in gate.resume(error) }
-            let cancelledMeanwhile = block.withLock { state -> Bool in
-                defer { state.invocation = .invoked }
-                return state.invocation == .invoking(finishRequested: true)
-            }
-            if cancelledMeanwhile {
-                finish()
+            if lifecycle.blockReturned() == .finishNow {
+                finish() // cancelled while the block ran
             }
         }
     }
@@ -113,28 +79,14 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// being called, the operation finishes once the call returns; after, a continuation still
     /// pending is cut short at once.
     override func cancellationDuringExecution() {
-        let finishesNow = block.withLock { state -> Bool in
-            switch state.invocation {
-            case .notStarted:
-                state.invocation = .skipped
-                return false
-            case .invoking:
-                state.invocation = .invoking(finishRequested: true)
-                return false
-            case .invoked:
-                return state.pendingContinuation != nil
-            case .skipped:
-                return false
-            }
-        }
-        if finishesNow {
+        if lifecycle.blockCancelled() == .finishNow {
             finish()
         }
     }
 
     override func releaseResources() {
-        let released = block.exchange(with: BlockState()) // the block's captures are released after unlocking
-        released.pendingContinuation?.operationFinished()
+        let released = lifecycle.releaseBlock() // the block's captures are released after unlocking
+        released?.pendingContinuation?.operationFinished()
     }
 }
 

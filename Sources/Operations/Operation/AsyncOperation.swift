@@ -30,10 +30,17 @@ import Foundation
 /// after the operation has finished.
 // @unchecked Sendable: every mutable property lives in `lifecycle`, reached only under its lock.
 open class AsyncOperation: Operation, @unchecked Sendable {
-    let lifecycle = LifecycleStorage()
+    let lifecycle: LifecycleStorage
 
     /// Creates an operation in the initialized state.
     public override init() {
+        lifecycle = LifecycleStorage()
+        super.init()
+    }
+
+    /// Creates an `AsyncBlockOperation`, whose block its lifecycle keeps.
+    init(block: BlockInvocation.Body) {
+        lifecycle = LifecycleStorage(block: block)
         super.init()
     }
 

@@ -8,7 +8,12 @@ import Foundation
 /// look. Nothing here calls user code or releases what a user gave: the lock is held only for
 /// the machine's own step.
 struct LifecycleStorage {
-    private let locked = Locked<OperationLifecycle>.make { OperationLifecycle() }
+    private let locked: Locked<OperationLifecycle>
+
+    /// `block`: an `AsyncBlockOperation`'s block, kept under the same lock.
+    init(block: BlockInvocation.Body? = nil) {
+        locked = Locked.make { OperationLifecycle(block: block) }
+    }
 
     // MARK: - Questions
 
@@ -51,6 +56,14 @@ struct LifecycleStorage {
     func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
     /// For `deinit`: the dependencies, to be released one after another rather than recursively.
     func takeDependencies() -> [AnyObject] { locked.withLock { $0.takeDependencies() } }
+
+    // MARK: - The block of an `AsyncBlockOperation`
+
+    func beginBlock() -> BlockInvocation.Body? { locked.withLock { $0.beginBlock() } }
+    func awaitContinuation(through gate: ContinuationGate) { locked.withLock { $0.awaitContinuation(through: gate) } }
+    func blockReturned() -> BlockInvocation.AfterCall { locked.withLock { $0.blockReturned() } }
+    func blockCancelled() -> BlockInvocation.CancelReaction { locked.withLock { $0.blockCancelled() } }
+    func releaseBlock() -> BlockInvocation.Leftovers? { locked.withLock { $0.releaseBlock() } }
 
     // MARK: - The way to execution
 

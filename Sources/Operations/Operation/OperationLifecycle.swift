@@ -145,6 +145,14 @@ struct OperationLifecycle {
     private(set) var cycleDependencyName: String?
     /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
     private(set) var notificationsInFlight = 0
+    /// An `AsyncBlockOperation`'s block through its one call, from its creation until its finish
+    /// (see "The block" below); `nil` for other operations.
+    private(set) var block: BlockInvocation?
+
+    /// A lifecycle in the initialized state; `block`: an `AsyncBlockOperation`'s block.
+    init(block body: BlockInvocation.Body? = nil) {
+        block = body.map(BlockInvocation.init)
+    }
 
     // MARK: - Reading the state
 
@@ -1146,5 +1154,34 @@ struct OperationLifecycle {
         observers = []
         categoryLockGate = nil
         return remains
+    }
+}
+
+// MARK: - The block
+
+extension OperationLifecycle {
+    /// An `AsyncBlockOperation` executes: its block, unless it was cancelled first.
+    mutating func beginBlock() -> BlockInvocation.Body? {
+        block?.begin(isCancelled: isCancelled)
+    }
+
+    /// A continuation block was handed its continuation.
+    mutating func awaitContinuation(through gate: ContinuationGate) {
+        block?.awaitContinuation(through: gate)
+    }
+
+    /// The block's call returned.
+    mutating func blockReturned() -> BlockInvocation.AfterCall {
+        block?.returned() ?? .nothing
+    }
+
+    /// Cancelled while executing: what that does to the block.
+    mutating func blockCancelled() -> BlockInvocation.CancelReaction {
+        block?.cancelled() ?? .nothing
+    }
+
+    /// The finish is final: the block and its pending continuation, to let go of after unlocking.
+    mutating func releaseBlock() -> BlockInvocation.Leftovers? {
+        block?.release()
     }
 }

@@ -1,0 +1,71 @@
+@testable import Operations
+import Testing
+
+/// The rules of a block's one call, without threads: a cancel and the call never cross.
+@Suite struct BlockInvocationTests {
+    private func throwingBlock() -> BlockInvocation {
+        BlockInvocation(.throwing {})
+    }
+
+    private func continuationBlock() -> BlockInvocation {
+        BlockInvocation(.continuation { _ in })
+    }
+
+    @Test func theBlockIsHandedOutOnce() {
+        var block = throwingBlock()
+        #expect(block.begin(isCancelled: false) != nil)
+        #expect(block.begin(isCancelled: false) == nil)
+    }
+
+    @Test func aCancelledOperation_neverCallsItsBlock() {
+        var block = throwingBlock()
+        #expect(block.begin(isCancelled: true) == nil)
+
+        var cancelledOnItsWay = throwingBlock()
+        #expect(cancelledOnItsWay.cancelled() == .nothing) // execute() is on its way: it finishes
+        #expect(cancelledOnItsWay.begin(isCancelled: false) == nil)
+    }
+
+    @Test func aCancelWhileTheBlockRuns_finishesTheOperationOnceItReturns() {
+        var block = continuationBlock()
+        #expect(block.begin(isCancelled: false) != nil)
+        #expect(block.cancelled() == .nothing)
+        #expect(block.returned() == .finishNow)
+    }
+
+    @Test func aBlockThatReturnedUncancelled_waitsForItsContinuation() {
+        var block = continuationBlock()
+        _ = block.begin(isCancelled: false)
+        #expect(block.returned() == .nothing)
+    }
+
+    @Test func aCancelAfterTheBlockReturned_cutsAPendingContinuationShort() {
+        let operation = AsyncBlockOperation { _ in }
+        var block = continuationBlock()
+        _ = block.begin(isCancelled: false)
+        block.awaitContinuation(through: ContinuationGate(operation: operation, createdAt: nil))
+        #expect(block.returned() == .nothing)
+        #expect(block.cancelled() == .finishNow)
+
+        var withoutContinuation = throwingBlock()
+        _ = withoutContinuation.begin(isCancelled: false)
+        _ = withoutContinuation.returned()
+        #expect(withoutContinuation.cancelled() == .nothing)
+    }
+
+    @Test func releasing_handsOverTheBlockAndItsContinuation_once() {
+        let operation = AsyncBlockOperation { _ in }
+        var block = continuationBlock()
+        _ = block.begin(isCancelled: false)
+        block.awaitContinuation(through: ContinuationGate(operation: operation, createdAt: nil))
+
+        let first = block.release()
+        #expect(first.body != nil)
+        #expect(first.pendingContinuation != nil)
+        let second = block.release()
+        #expect(second.body == nil)
+        #expect(second.pendingContinuation == nil)
+        #expect(block.cancelled() == .nothing) // nothing left to cut short
+        first.pendingContinuation?.operationFinished()
+    }
+}
