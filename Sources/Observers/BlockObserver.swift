@@ -10,10 +10,29 @@ import Operations
 /// ))
 /// ```
 public struct BlockObserver: OperationObserver {
-    private let didStart: (@Sendable (AsyncOperation) -> Void)?
-    private let didCancel: (@Sendable (AsyncOperation) -> Void)?
-    private let didProduce: (@Sendable (AsyncOperation, Foundation.Operation) -> Void)?
-    private let didFinish: (@Sendable (AsyncOperation, [any Error]) -> Void)?
+    /// The closures, behind one reference: an observer that fits in an existential's inline
+    /// buffer is added to an operation without a heap allocation (four optional closures would
+    /// not fit, and `addObserver(_:)` would box the observer every time).
+    private final class Handlers: Sendable {
+        let didStart: (@Sendable (AsyncOperation) -> Void)?
+        let didCancel: (@Sendable (AsyncOperation) -> Void)?
+        let didProduce: (@Sendable (AsyncOperation, Foundation.Operation) -> Void)?
+        let didFinish: (@Sendable (AsyncOperation, [any Error]) -> Void)?
+
+        init(
+            didStart: (@Sendable (AsyncOperation) -> Void)?,
+            didCancel: (@Sendable (AsyncOperation) -> Void)?,
+            didProduce: (@Sendable (AsyncOperation, Foundation.Operation) -> Void)?,
+            didFinish: (@Sendable (AsyncOperation, [any Error]) -> Void)?
+        ) {
+            self.didStart = didStart
+            self.didCancel = didCancel
+            self.didProduce = didProduce
+            self.didFinish = didFinish
+        }
+    }
+
+    private let handlers: Handlers
 
     /// Creates an observer that calls the given closures.
     public init(
@@ -22,25 +41,26 @@ public struct BlockObserver: OperationObserver {
         didProduce: (@Sendable (AsyncOperation, Foundation.Operation) -> Void)? = nil,
         didFinish: (@Sendable (AsyncOperation, [any Error]) -> Void)? = nil
     ) {
-        self.didStart = didStart
-        self.didCancel = didCancel
-        self.didProduce = didProduce
-        self.didFinish = didFinish
+        handlers = Handlers(didStart: didStart, didCancel: didCancel, didProduce: didProduce, didFinish: didFinish)
     }
 
+    /// Calls `didStart`, if given.
     public func operationDidStart(_ operation: AsyncOperation) {
-        didStart?(operation)
+        handlers.didStart?(operation)
     }
 
+    /// Calls `didCancel`, if given.
     public func operationDidCancel(_ operation: AsyncOperation) {
-        didCancel?(operation)
+        handlers.didCancel?(operation)
     }
 
+    /// Calls `didProduce`, if given.
     public func operation(_ operation: AsyncOperation, didProduce newOperation: Foundation.Operation) {
-        didProduce?(operation, newOperation)
+        handlers.didProduce?(operation, newOperation)
     }
 
+    /// Calls `didFinish`, if given.
     public func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
-        didFinish?(operation, errors)
+        handlers.didFinish?(operation, errors)
     }
 }
