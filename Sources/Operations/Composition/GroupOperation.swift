@@ -158,19 +158,27 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     // MARK: - Book-keeping
 
-    func childWasAdmitted(_ child: Foundation.Operation) {
+    /// Counts `child` among the children. Its share of the progress goes into `pending`, which
+    /// the queue applies with `countAdmitted(_:)` before the child can run (here, at once, if the
+    /// child is cancelled or watched).
+    func childWasAdmitted(_ child: Foundation.Operation, progress pending: inout ProgressDelta) {
         let admission = children.withLock { $0.childAdmitted(child) }
         if admission == .tooLate {
             // Added just as the group finished: it still runs, but the group cannot wait for it.
             OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
             return
         }
-        // A child group's progress rolls up into this one as Foundation's child progress does.
-        updateProgress(ProgressDelta(admitted: 1, childProgress: (child as? GroupOperation).map { [$0.progress] } ?? []))
+        pending.admitted += 1
+        if let childGroup = child as? GroupOperation {
+            // A child group's progress rolls up into this one as Foundation's child progress does.
+            pending.childProgress.append(childGroup.progress)
+        }
         if isCancelled || admission == .countedNeverToRun {
+            countAdmitted(&pending) // before the cancel can finish it
             child.cancel() // joined a group that will never run its children: it must not run either
         }
         guard !(child is AsyncOperation) else { return }
+        countAdmitted(&pending)
         _ = queue.engine.dependencyWatcher.watch(child) { [weak self] in
             self?.recordChildFinished(child, errors: [])
         }
@@ -219,6 +227,13 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// A cancelled group's progress is cancelled too, as cancelling the progress cancels the group.
     override func wasCancelled() {
         updateProgress(ProgressDelta(cancels: true))
+    }
+
+    /// Applies the admissions counted in `pending` to the progress, and empties it.
+    func countAdmitted(_ pending: inout ProgressDelta) {
+        guard pending.admitted > 0 else { return }
+        updateProgress(pending)
+        pending = ProgressDelta()
     }
 
     /// Adds `delta` to `progress` through the engine's applier, never under a lock and never

@@ -206,7 +206,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch = Batch()
         accept(operation, into: &batch, context)
-        give(batch)
+        give(batch, context)
         endAdding(context, of: [operation])
     }
 
@@ -226,7 +226,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         for operation in operations {
             accept(operation, into: &batch, context)
         }
-        give(batch)
+        give(batch, context)
         endAdding(context, of: operations)
         if wait {
             Self.waitUntilFinished(operations)
@@ -316,10 +316,15 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     struct Batch {
         var operations: [Operation] = []
         var deliversOutbox = false
+        /// Children admitted to the group this queue runs, not yet counted in its progress: one
+        /// progress change per add rather than one per child, made before any of them can run.
+        var admittedToGroup = ProgressDelta()
     }
 
     /// Hands an add's batch to Foundation, then the outbox if this add delivers it.
-    private func give(_ batch: Batch) {
+    private func give(_ batch: Batch, _ context: AddContext) {
+        var batch = batch
+        countAdmittedChildren(of: &batch, context)
         giveToFoundation(batch.operations)
         if batch.deliversOutbox {
             deliverOutbox()
@@ -347,7 +352,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             reportRefusedAdd(.addedTwice, of: operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
             context.logger?.log(.added, of: operation, on: self)
-            context.group?.childWasAdmitted(operation)
+            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
             let dependencies = operation.dependencies
             if !dependencies.isEmpty {
                 engine.dependencyWatcher.keepAlive(operation, untilFinished: dependencies)
@@ -364,11 +369,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
             if context.logger != nil { operation.logIfLogging(.added) }
-            context.group?.childWasAdmitted(operation)
+            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
             if context.logger != nil { operation.logIfLogging(.added) }
-            context.group?.childWasAdmitted(operation)
+            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
+            countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)
             perform(state.withLock { $0.scheduler.admitHeld(operation) })
@@ -392,8 +398,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             // The outbox is delivered once the add ends, with the rest of its batch.
             batch.deliversOutbox = batch.deliversOutbox || letThrough.deliversOutbox
             letThrough.deliversOutbox = false
+            if !letThrough.isEmpty {
+                countAdmittedChildren(of: &batch, context) // before they can run
+            }
             perform(letThrough)
         }
+    }
+
+    /// Counts the children admitted so far in the progress of the group this queue runs: before
+    /// any of them can run, so that none is counted finished before it is counted admitted.
+    private func countAdmittedChildren(of batch: inout Batch, _ context: AddContext) {
+        context.group?.countAdmitted(&batch.admittedToGroup)
     }
 
     /// Blocks until every one of `operations` has finished: an `AsyncOperation` through the

@@ -55,6 +55,11 @@ struct QueueScheduler {
         /// outbox (`takeOutbox(given:)`) until it is empty.
         var deliversOutbox = false
         var proceed: [AsyncOperation] = []
+
+        /// Nobody is let through.
+        var isEmpty: Bool {
+            handOff.isEmpty && !deliversOutbox && proceed.isEmpty
+        }
     }
 
     /// Why an operation waits in one of the scheduler's lines.

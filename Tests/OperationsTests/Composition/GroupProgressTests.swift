@@ -44,6 +44,40 @@ import TestSupport
         #expect(group.progress.fractionCompleted == 1)
     }
 
+    @Test(arguments: [false, true])
+    func childrenAddedTogether_areCountedBeforeAnyOfThemRuns(withConditions: Bool) {
+        // The children of one add are counted in the progress together, once per add: that must
+        // still happen before the first of them can run, whether it reaches Foundation with its
+        // batch or, through its conditions, on its own. Two slots: the held child keeps one, so
+        // the others run one after another and each reads the progress alone.
+        let held = HeldOperations()
+        let running = held.make(uniqueName("running"))
+        let group = GroupOperation(operations: [running])
+        group.maxConcurrentOperationCount = 2
+        AsyncOperationQueue().addOperation(group)
+        #expect(held.waitUntilStarted(running.name!))
+
+        let seen = Recorder<String>()
+        let batch = (0..<20).map { index -> Operation in
+            let child = AsyncBlockOperation {
+                let total = group.progress.totalUnitCount
+                let expected = withConditions ? index + 2 : 21 // with conditions, each goes on its own
+                seen.append(total >= expected ? "counted" : "ran when the total was \(total)")
+            }
+            if withConditions {
+                child.addCondition(StubCondition.satisfied())
+            }
+            return child
+        }
+        group.addChildren(batch)
+
+        #expect(waitUntil { seen.count == 20 })
+        held.finish(running.name!)
+        #expect(waitUntilFinished([group]))
+        #expect(seen.all == Array(repeating: "counted", count: 20))
+        #expect(group.progress.completedUnitCount == 21)
+    }
+
     @Test func emptyGroup_isCompleteOnceFinished() {
         let group = GroupOperation()
         AsyncOperationQueue().addOperations([group], waitUntilFinished: true)
