@@ -10,9 +10,10 @@ import Operations
 /// ))
 /// ```
 public struct BlockObserver: OperationObserver {
-    /// The closures, behind one reference: an observer that fits in an existential's inline
-    /// buffer is added to an operation without a heap allocation (four optional closures would
-    /// not fit, and `addObserver(_:)` would box the observer every time).
+    /// The closures, behind one reference, allocated once when the observer is made. The observer
+    /// then fits in an existential's inline buffer, so adding one observer to many operations
+    /// allocates nothing per operation (four optional closures would not fit, and each
+    /// `addObserver(_:)` would box a copy on the heap).
     private final class Handlers: Sendable {
         let didStart: (@Sendable (AsyncOperation) -> Void)?
         let didCancel: (@Sendable (AsyncOperation) -> Void)?

@@ -225,6 +225,20 @@ public final class QueueEventLog: AsyncOperationQueueDelegate {
     }
 }
 
+/// A queue delegate that runs `willAdd` for each operation being added, on the adding thread,
+/// in the middle of the add: to make something happen while an add is under way.
+public final class WillAddHook: AsyncOperationQueueDelegate {
+    private let willAdd: @Sendable (Operation) -> Void
+
+    public init(_ willAdd: @escaping @Sendable (Operation) -> Void) {
+        self.willAdd = willAdd
+    }
+
+    public func operationQueue(_ queue: AsyncOperationQueue, willAdd operation: Operation) {
+        willAdd(operation)
+    }
+}
+
 /// A condition that only claims mutually exclusive categories and is satisfied at once (the
 /// Conditions module's `ExclusiveCategory`, for test targets that do not import it).
 ///

@@ -71,12 +71,14 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     private func prepare(_ operations: [Foundation.Operation]) {
-        progress.isCancellable = true
-        progress.cancellationHandler = { [weak self] in self?.cancel() }
         queue.name = "GroupOperation children"
         queue.isSuspended = true
         queue.attach(to: self)
-        addChildren(operations)
+        add(children: operations, beingCreated: true)
+        // Only now can anyone else reach the group (a cancel of the progress's parent: Foundation
+        // calls a handler set on a progress cancelled meanwhile at once).
+        progress.isCancellable = true
+        progress.cancellationHandler = { [weak self] in self?.cancel() }
     }
 
     /// Adds a child. Allowed until the group finishes; later children are reported as
@@ -89,6 +91,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     /// Adds children, in order.
     public final func addChildren(_ operations: [Foundation.Operation]) {
+        add(children: operations, beingCreated: false)
+    }
+
+    /// `beingCreated`: the children the group is created with, added before anyone else can
+    /// start the group (see `AsyncOperationQueue.addChildrenOfGroupBeingCreated(_:)`).
+    private func add(children operations: [Foundation.Operation], beingCreated: Bool) {
         guard !operations.isEmpty else { return }
         if let refusal = refusalOfChildrenFromOutside {
             OperationDiagnostics.report(.notSupported, self, refusal)
@@ -96,14 +104,14 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             queue.engine.fallbackQueue.addOperations(operations, waitUntilFinished: false) // they finish, cancelled
             return
         }
-        admitChildren(operations)
+        admitChildren(operations, beingCreated: beingCreated)
     }
 
     /// Why this kind of group takes no children from outside, if it does not.
     var refusalOfChildrenFromOutside: String? { nil }
 
     /// Adds children the group itself made (an attempt, a composite's declared child), in order.
-    func admitChildren(_ operations: [Foundation.Operation]) {
+    func admitChildren(_ operations: [Foundation.Operation], beingCreated: Bool = false) {
         guard !children.withLock(\.isDone) else {
             if isCancelled {
                 operations.forEach { $0.cancel() } // children of a cancelled group must not run
@@ -112,7 +120,11 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             queue.engine.fallbackQueue.addOperations(operations, waitUntilFinished: false)
             return
         }
-        queue.addOperations(operations, waitUntilFinished: false)
+        if beingCreated {
+            queue.addChildrenOfGroupBeingCreated(operations)
+        } else {
+            queue.addOperations(operations, waitUntilFinished: false)
+        }
     }
 
     /// How many children may execute at once; 1 runs them one after another, in the order added.
@@ -159,8 +171,9 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     // MARK: - Book-keeping
 
     /// Counts `child` among the children. Its share of the progress goes into `pending`, which
-    /// the queue applies with `countAdmitted(_:)` before the child can run (here, at once, if the
-    /// child is cancelled or watched).
+    /// the queue applies with `countAdmitted(_:)` before the child can run: as the add ends, or at
+    /// once if the child could be let through before that (and here if the child is cancelled
+    /// or watched).
     func childWasAdmitted(_ child: Foundation.Operation, progress pending: inout ProgressDelta) {
         let admission = children.withLock { $0.childAdmitted(child) }
         if admission == .tooLate {
@@ -186,6 +199,9 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
         childDidFinish(child, errors: errors)
+        // The group is done only once every child it counted has finished: this one was admitted
+        // as it finished (`.tooLate`), never counted, and its finish counts for nothing either.
+        guard !children.withLock(\.isDone) else { return }
         if !(child is GroupOperation) { // a child group's progress rolled up by itself
             // Counted before the group hears of it: the child that turns out last then finds
             // every other child counted, and the group's completion comes after all of them.

@@ -13,6 +13,8 @@ final class QueueMention: Sendable {
         var name: String?
         /// The group whose children the queue runs, if any: it names the queue after itself.
         weak var group: GroupOperation?
+        /// That group's type, which names the queue once the group is gone.
+        var groupType: String?
     }
 
     private let names: Locked<Names>
@@ -46,9 +48,12 @@ final class QueueMention: Sendable {
     /// The queue's name, or its type when it has none; a group's own queue is called after its
     /// group.
     var displayName: String {
-        let (name, group) = names.withLock { ($0.name, $0.group) }
+        let (name, group, groupType) = names.withLock { ($0.name, $0.group, $0.groupType) }
         if let group {
             return "children of \(group.displayName)" // reads the group's name: outside the lock
+        }
+        if let groupType {
+            return "children of \(groupType)"
         }
         return name ?? typeName
     }
@@ -58,6 +63,10 @@ final class QueueMention: Sendable {
     }
 
     func attach(to group: GroupOperation) {
-        names.withLock { $0.group = group }
+        let groupType = String(describing: type(of: group))
+        names.withLock { names in
+            names.group = group
+            names.groupType = groupType
+        }
     }
 }

@@ -55,16 +55,16 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// Runs the block. Subclasses rarely override this.
     open override func execute() {
         switch lifecycle.beginBlock() {
-        case nil:
+        case .finishWithoutCalling:
             finish() // a cancel came first: the block is never called
-        case let .throwing(work)?:
+        case let .call(.throwing(work)):
             do {
                 try work()
                 finish()
             } catch {
                 finish(with: error)
             }
-        case let .continuation(work)?:
+        case let .call(.continuation(work)):
             let gate = ContinuationGate(operation: self, createdAt: createdAt)
             lifecycle.awaitContinuation(through: gate)
             work { error in gate.resume(error) }

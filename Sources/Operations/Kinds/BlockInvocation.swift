@@ -32,12 +32,19 @@ struct BlockInvocation {
         self.body = body
     }
 
-    /// Execution begins: the block to call now, or `nil` if it must not be called (the operation
-    /// was cancelled first): the operation then finishes without calling it.
-    mutating func begin(isCancelled: Bool) -> Body? {
-        guard !isCancelled, stage == .notStarted else { return nil }
+    /// What beginning the execution comes to.
+    enum Start {
+        /// Call the block now.
+        case call(Body)
+        /// A cancel came first (or the block is gone): finish without calling it.
+        case finishWithoutCalling
+    }
+
+    /// Execution begins.
+    mutating func begin(isCancelled: Bool) -> Start {
+        guard !isCancelled, stage == .notStarted, let body else { return .finishWithoutCalling }
         stage = .invoking(finishRequested: false)
-        return body
+        return .call(body)
     }
 
     /// The continuation handed to the block: a cancel from now on cuts it short.

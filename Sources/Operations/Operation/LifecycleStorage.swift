@@ -59,7 +59,7 @@ struct LifecycleStorage {
 
     // MARK: - The block of an `AsyncBlockOperation`
 
-    func beginBlock() -> BlockInvocation.Body? { locked.withLock { $0.beginBlock() } }
+    func beginBlock() -> BlockInvocation.Start { locked.withLock { $0.beginBlock() } }
     func awaitContinuation(through gate: ContinuationGate) { locked.withLock { $0.awaitContinuation(through: gate) } }
     func blockReturned() -> BlockInvocation.AfterCall { locked.withLock { $0.blockReturned() } }
     func blockCancelled() -> BlockInvocation.CancelReaction { locked.withLock { $0.blockCancelled() } }

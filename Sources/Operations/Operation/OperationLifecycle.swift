@@ -1161,8 +1161,8 @@ struct OperationLifecycle {
 
 extension OperationLifecycle {
     /// An `AsyncBlockOperation` executes: its block, unless it was cancelled first.
-    mutating func beginBlock() -> BlockInvocation.Body? {
-        block?.begin(isCancelled: isCancelled)
+    mutating func beginBlock() -> BlockInvocation.Start {
+        block?.begin(isCancelled: isCancelled) ?? .finishWithoutCalling
     }
 
     /// A continuation block was handed its continuation.

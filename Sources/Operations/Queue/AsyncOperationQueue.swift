@@ -216,7 +216,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             super.addOperations(operations, waitUntilFinished: wait)
             return
         }
-        guard let context = beginAdding(asyncCount: operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) }) else {
+        add(operations, waitUntilFinished: wait, groupBeingCreated: false)
+    }
+
+    /// Adds the children a group is created with. Nobody else can start the group meanwhile, so
+    /// none of them can run before the add ends, even on the group's suspended queue: their
+    /// progress is counted once, as the add ends.
+    func addChildrenOfGroupBeingCreated(_ operations: [Operation]) {
+        add(operations, waitUntilFinished: false, groupBeingCreated: true)
+    }
+
+    private func add(_ operations: [Operation], waitUntilFinished wait: Bool, groupBeingCreated: Bool) {
+        let asyncCount = operations.reduce(0) { $0 + ($1 is AsyncOperation ? 1 : 0) }
+        guard let context = beginAdding(asyncCount: asyncCount, groupBeingCreated: groupBeingCreated) else {
             refuseAfterShutDown(operations)
             if wait { Self.waitUntilFinished(operations) }
             return
@@ -270,6 +282,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// Serial or suspended when the add began: each operation asks the scheduler whether it
         /// waits in line (otherwise none does, and the check is skipped).
         let mayWaitInLine: Bool
+        /// Whether none of the operations can run before the add ends (they reach Foundation
+        /// with its batch, or the group they join cannot start meanwhile): a group then counts
+        /// their progress once, as the add ends. Otherwise, an operation kept in the scheduler's
+        /// line may be let through by another thread at once (the group starting, the serial
+        /// queue moving on), so each is counted as it is admitted.
+        let countsGroupProgressOnce: Bool
         let generation: UInt64
         /// Where the operations added to a group's queue stand in categories' lines (0 if the
         /// group has not executed yet: they take their root when they ask).
@@ -277,17 +295,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// `nil` once the queue is shut down: the add is refused.
-    private func beginAdding(asyncCount: Int) -> AddContext? {
+    private func beginAdding(asyncCount: Int, groupBeingCreated: Bool = false) -> AddContext? {
         state.withLock { state in
             guard state.shutdown == nil else { return nil }
             switch state.scheduler.beginAdmission(counting: asyncCount) {
             case let .admit(generation, barrier):
+                let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
                 return AddContext(
                     delegate: state.settings.delegate,
                     barrier: barrier,
                     group: state.settings.group,
                     logger: state.settings.logger,
-                    mayWaitInLine: state.scheduler.isSerial || state.scheduler.isSuspended,
+                    mayWaitInLine: mayWaitInLine,
+                    countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
                     generation: generation,
                     lineRoot: state.settings.lineRoot
                 )
@@ -317,7 +337,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var operations: [Operation] = []
         var deliversOutbox = false
         /// Children admitted to the group this queue runs, not yet counted in its progress: one
-        /// progress change per add rather than one per child, made before any of them can run.
+        /// progress change per add rather than one per child, made before any of them can run
+        /// (see `AddContext.countsGroupProgressOnce`).
         var admittedToGroup = ProgressDelta()
     }
 
@@ -352,7 +373,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             reportRefusedAdd(.addedTwice, of: operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
             context.logger?.log(.added, of: operation, on: self)
-            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
+            admitToGroup(operation, into: &batch, context)
             let dependencies = operation.dependencies
             if !dependencies.isEmpty {
                 engine.dependencyWatcher.keepAlive(operation, untilFinished: dependencies)
@@ -369,11 +390,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
             if context.logger != nil { operation.logIfLogging(.added) }
-            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
+            admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
             if context.logger != nil { operation.logIfLogging(.added) }
-            context.group?.childWasAdmitted(operation, progress: &batch.admittedToGroup)
+            admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)
@@ -402,6 +423,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 countAdmittedChildren(of: &batch, context) // before they can run
             }
             perform(letThrough)
+        }
+    }
+
+    /// Counts `operation` among the children of the group this queue runs, if any: in the
+    /// group's progress with the rest of the add, or now if it could run before the add ends.
+    private func admitToGroup(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
+        guard let group = context.group else { return }
+        group.childWasAdmitted(operation, progress: &batch.admittedToGroup)
+        if !context.countsGroupProgressOnce {
+            group.countAdmitted(&batch.admittedToGroup)
         }
     }
 
@@ -703,11 +734,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 /// The operation behind `addBarrierBlock(_:)`.
 final class QueueBarrier: AsyncBlockOperation, @unchecked Sendable {}
 
-/// Stops later operations from waiting for a barrier once it has finished.
+/// Stops later operations from waiting for a barrier once it has finished. Holds the queue
+/// strongly, as the barrier's queue holds its work (and a weak reference would slow every retain
+/// of the queue from then on: see `QueueMention`); the barrier lets go of it when it finishes.
 private struct BarrierRelease: OperationObserver {
-    weak var queue: AsyncOperationQueue?
+    let queue: AsyncOperationQueue
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
-        queue?.barrierFinished(operation)
+        queue.barrierFinished(operation)
     }
 }

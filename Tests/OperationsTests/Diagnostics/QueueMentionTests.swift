@@ -45,10 +45,29 @@ import TestSupport
         operation.name = uniqueName("on a plain queue")
         plain.addOperation(operation)
         plain.waitUntilAllOperationsAreFinished()
+        plain.name = "renamed later"
 
         operation.finish()
 
         let report = DiagnosticsLog.shared.diagnostics(about: operation.name!).first
         #expect(report?.queueNames == ["plain"])
+    }
+
+    @Test func aChildOfAGroupThatIsGone_isNamedAfterTheGroupsType() async {
+        let child = AsyncBlockOperation {}
+        child.name = uniqueName("child")
+        let groupReference = WeakBox<GroupOperation>()
+        do {
+            let group = GroupOperation(operations: [child])
+            groupReference.object = group
+            AsyncOperationQueue().addOperation(group)
+            #expect(waitUntilFinished([group]))
+        }
+        #expect(await eventually { groupReference.object == nil })
+
+        child.finish()
+
+        let report = DiagnosticsLog.shared.diagnostics(about: child.name!).first
+        #expect(report?.queueNames == ["children of GroupOperation"])
     }
 }
