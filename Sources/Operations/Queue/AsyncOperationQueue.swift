@@ -206,7 +206,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch = Batch()
         accept(operation, into: &batch, context)
-        give(batch, context)
+        give(&batch, context)
         endAdding(context, of: [operation])
     }
 
@@ -238,7 +238,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         for operation in operations {
             accept(operation, into: &batch, context)
         }
-        give(batch, context)
+        give(&batch, context)
         endAdding(context, of: operations)
         if wait {
             Self.waitUntilFinished(operations)
@@ -343,8 +343,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Hands an add's batch to Foundation, then the outbox if this add delivers it.
-    private func give(_ batch: Batch, _ context: AddContext) {
-        var batch = batch
+    private func give(_ batch: inout Batch, _ context: AddContext) {
         countAdmittedChildren(of: &batch, context)
         giveToFoundation(batch.operations)
         if batch.deliversOutbox {

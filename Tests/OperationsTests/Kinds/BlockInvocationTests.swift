@@ -11,6 +11,14 @@ import Testing
         BlockInvocation(.continuation { _ in })
     }
 
+    /// A continuation block that was called and handed its continuation.
+    private func blockAwaitingItsContinuation() -> BlockInvocation {
+        var block = continuationBlock()
+        _ = block.begin(isCancelled: false)
+        block.awaitContinuation(through: ContinuationGate(operation: AsyncBlockOperation { _ in }, createdAt: nil))
+        return block
+    }
+
     private func calls(_ start: BlockInvocation.Start) -> Bool {
         if case .call = start { return true }
         return false
@@ -45,10 +53,7 @@ import Testing
     }
 
     @Test func aCancelAfterTheBlockReturned_cutsAPendingContinuationShort() {
-        let operation = AsyncBlockOperation { _ in }
-        var block = continuationBlock()
-        _ = block.begin(isCancelled: false)
-        block.awaitContinuation(through: ContinuationGate(operation: operation, createdAt: nil))
+        var block = blockAwaitingItsContinuation()
         #expect(block.returned() == .nothing)
         #expect(block.cancelled() == .finishNow)
 
@@ -59,10 +64,7 @@ import Testing
     }
 
     @Test func releasing_handsOverTheBlockAndItsContinuation_once() {
-        let operation = AsyncBlockOperation { _ in }
-        var block = continuationBlock()
-        _ = block.begin(isCancelled: false)
-        block.awaitContinuation(through: ContinuationGate(operation: operation, createdAt: nil))
+        var block = blockAwaitingItsContinuation()
 
         let first = block.release()
         #expect(first.body != nil)
