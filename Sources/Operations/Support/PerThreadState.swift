@@ -8,26 +8,29 @@ import Musl
 
 /// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`, the queue's
 /// forwarding, the finishes being delivered and the progress applier.
+///
+/// Only its own thread ever touches an instance (`current` is per thread), so its properties opt
+/// out of Swift's dynamic exclusivity checks, which would cost more than most of their uses.
 final class PerThreadState {
-    var isDraining = false
-    var pending: [() -> Void] = []
-    var isReleasing = false
+    @exclusivity(unchecked) var isDraining = false
+    @exclusivity(unchecked) var pending: [() -> Void] = []
+    @exclusivity(unchecked) var isReleasing = false
     /// The condition types `ConditionKinds` was last asked about on this thread, and its answers.
-    var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
-    var graveyard: [AnyObject] = []
+    @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
+    @exclusivity(unchecked) var graveyard: [AnyObject] = []
     /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
     /// right now, so that its overrides pass them straight through if Foundation calls back into
     /// them (and only its own: another queue's adds still go through that queue's scheduler).
-    var queueForwardingToFoundation: ObjectIdentifier?
+    @exclusivity(unchecked) var queueForwardingToFoundation: ObjectIdentifier?
     /// The operations whose finish this thread is delivering right now to user code (observers,
     /// a group's progress observers), innermost last: waiting for one of them here could never end.
-    var finishing: [ObjectIdentifier] = []
+    @exclusivity(unchecked) var finishing: [ObjectIdentifier] = []
     /// This thread is applying progress changes (`ProgressApplier`).
-    var isApplyingProgress = false
+    @exclusivity(unchecked) var isApplyingProgress = false
     /// Engine locks this thread holds now (debug builds count them: `LockDiscipline`).
-    var locksHeld = 0
+    @exclusivity(unchecked) var locksHeld = 0
     /// Who hears this thread's lock violations, if not the default (`LockDiscipline`).
-    var lockViolationHandler: LockDiscipline.ViolationHandler?
+    @exclusivity(unchecked) var lockViolationHandler: LockDiscipline.ViolationHandler?
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
