@@ -10,7 +10,8 @@ extension AsyncOperation {
     /// operation.addCondition(MutuallyExclusive<Database>())
     /// ```
     public final func addCondition(_ condition: any OperationCondition) {
-        switch lifecycle.addCondition(condition) {
+        let satisfiedByConstruction = ConditionKinds.isSatisfiedByConstruction(condition) // decided once, here
+        switch lifecycle.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) {
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
@@ -120,22 +121,24 @@ extension AsyncOperation {
                 return
             }
         }
-        let dispatch = lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate)
-        if case .alreadyHandedOut = dispatch {
+        let awaited: OperationLifecycle.AwaitedConditions
+        switch lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate) {
+        case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
-        }
-        if case let .passed(categories) = dispatch {
+            return
+        case let .settled(.passed(categories)):
             // Nothing left to evaluate.
             logIfLogging(.conditionsAnswered(failures: 0))
             acquire(categories, lineRoot: lineRoot)
             return
-        }
-        guard case .none = dispatch else {
-            handle(dispatch, timedOut: false)
+        case let .settled(action):
+            handle(action, timedOut: false)
             return
+        case let .handOut(handedOut):
+            awaited = handedOut
         }
-        for (index, condition) in conditions.enumerated() where !ConditionKinds.isSatisfiedByConstruction(condition) {
-            let answer = ConditionAnswer(operation: self, index: index, condition: condition)
+        for (index, condition) in conditions.enumerated() where awaited.contains(index) {
+            let answer = ConditionAnswer(operation: self, index: index)
             condition.evaluate(for: self) { result in
                 answer.deliver(result)
             }
@@ -182,9 +185,9 @@ extension AsyncOperation {
     }
 
     /// A condition released its completion handler: if it never answered, the operation fails.
-    func conditionWasDropped(index: Int, condition: any OperationCondition) {
+    func conditionWasDropped(index: Int) {
         // The common case, an answered condition, costs one look and never calls user code.
-        guard lifecycle.isAwaitingAnswer(from: index) else { return }
+        guard let condition = lifecycle.awaitedCondition(at: index) else { return }
         let name = condition.name // user code: read outside the lock
         let error = AsyncOperationError.conditionNeverAnswered(condition: name)
         switch lifecycle.conditionNeverAnswered(index: index, error: error) {
@@ -202,7 +205,7 @@ extension AsyncOperation {
 
     private func handle(_ action: OperationLifecycle.ConditionAction, timedOut: Bool) {
         switch action {
-        case .none, .alreadyHandedOut:
+        case .none:
             break
         case let .failed(errors):
             logIfLogging(.conditionsAnswered(failures: errors.count))
@@ -402,12 +405,10 @@ extension AsyncOperation {
 final class ConditionAnswer: Sendable {
     private let operation: AsyncOperation
     private let index: Int
-    private let condition: any OperationCondition
 
-    init(operation: AsyncOperation, index: Int, condition: any OperationCondition) {
+    init(operation: AsyncOperation, index: Int) {
         self.operation = operation
         self.index = index
-        self.condition = condition
     }
 
     func deliver(_ result: ConditionResult) {
@@ -415,6 +416,6 @@ final class ConditionAnswer: Sendable {
     }
 
     deinit {
-        operation.conditionWasDropped(index: index, condition: condition)
+        operation.conditionWasDropped(index: index)
     }
 }

@@ -41,7 +41,7 @@ struct LifecycleStorage {
 
     func collected(_ error: AsyncOperationError) -> Bool { locked.withLock { $0.collected(error) } }
     func isLinked(toUpstream upstream: ObjectIdentifier) -> Bool { locked.withLock { $0.isLinked(toUpstream: upstream) } }
-    func isAwaitingAnswer(from index: Int) -> Bool { locked.withLock { $0.isAwaitingAnswer(from: index) } }
+    func awaitedCondition(at index: Int) -> (any OperationCondition)? { locked.withLock { $0.awaitedCondition(at: index) } }
 
     // MARK: - Configuration
 
@@ -50,7 +50,7 @@ struct LifecycleStorage {
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
-    func addCondition(_ condition: any OperationCondition) -> OperationLifecycle.Configuration { locked.withLock { $0.addCondition(condition) } }
+    func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.Configuration { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
     func attachLogger(_ logger: any OperationLogger, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
     func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
@@ -70,7 +70,7 @@ struct LifecycleStorage {
     func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64) -> OperationLifecycle.EnqueueAction { locked.withLock { $0.enqueue(on: queue, ticket: ticket, lineRoot: lineRoot) } }
     func finishEnqueuing() -> OperationLifecycle.AdvanceAction { locked.withLock { $0.finishEnqueuing() } }
     func dependencyFinished(_ id: ObjectIdentifier) -> OperationLifecycle.DependencyAction { locked.withLock { $0.dependencyFinished(id) } }
-    func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.ConditionAction { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }
+    func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.EvaluationStart { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }
     func conditionsHandedOut() -> OperationLifecycle.HandedOut { locked.withLock { $0.conditionsHandedOut() } }
     func conditionAnswered(index: Int, result: ConditionResult) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionAnswered(index: index, result: result) } }
     func conditionNeverAnswered(index: Int, error: any Error) -> OperationLifecycle.DroppedAnswer { locked.withLock { $0.conditionNeverAnswered(index: index, error: error) } }

@@ -131,6 +131,9 @@ struct OperationLifecycle {
     private(set) var output: (any Sendable)?
 
     private(set) var conditions: [any OperationCondition] = []
+    /// Which of the first 64 conditions are satisfied by construction (one bit each), decided
+    /// once as each is added; later ones are looked up when evaluated.
+    private var satisfiedByConstruction: UInt64 = 0
     private(set) var observers: [any OperationObserver] = []
 
     /// Dependencies as the user gave them (what `dependencies` returns).
@@ -539,11 +542,15 @@ struct OperationLifecycle {
         return dependencies
     }
 
-    /// Adds a condition, until the conditions are evaluated.
-    mutating func addCondition(_ condition: any OperationCondition) -> Configuration {
+    /// Adds a condition, until the conditions are evaluated. `satisfiedByConstruction`: what
+    /// `ConditionKinds` says of it, asked once by the caller outside the lock.
+    mutating func addCondition(_ condition: any OperationCondition, satisfiedByConstruction isSatisfied: Bool) -> Configuration {
         guard acceptsConfiguration else { return .tooLate }
         if conditions.isEmpty {
             conditions.reserveCapacity(4) // a few is the rule: one allocation, not one per condition
+        }
+        if isSatisfied && conditions.count < 64 {
+            satisfiedByConstruction |= 1 << UInt64(conditions.count)
         }
         conditions.append(condition)
         return phase == .pending ? .addedWhileWaiting : .added
@@ -606,22 +613,43 @@ struct OperationLifecycle {
         }
     }
 
-    /// Conditions are about to be evaluated: records their categories and marks them handed out.
-    /// `nil` if they already were. When some
-    /// are left to evaluate (`.none`), handing them out counts as a notification in flight: a
-    /// finish meanwhile (a cancel) waits for `notificationDelivered()`, so that no condition is
-    /// evaluated after its operation finished.
-    mutating func beginEvaluating(categories newCategories: [String], categoryLockGate gate: CategoryLockGate? = nil) -> ConditionAction {
+    /// What beginning a condition evaluation asks of the operation.
+    enum EvaluationStart {
+        /// The conditions were handed out before: nothing to do.
+        case alreadyHandedOut
+        /// Nothing is left to evaluate (every condition is satisfied by construction, say):
+        /// perform this instead.
+        case settled(ConditionAction)
+        /// Call `evaluate(for:completion:)` of the conditions `awaited` names, then
+        /// `conditionsHandedOut()`.
+        case handOut(awaited: AwaitedConditions)
+    }
+
+    /// The conditions an evaluation waits for, by index, as `beginEvaluating` handed them out.
+    struct AwaitedConditions {
+        fileprivate let first: UInt64
+        fileprivate let later: [Bool]
+
+        func contains(_ index: Int) -> Bool {
+            index < 64 ? first & (1 << UInt64(index)) != 0 : later[index - 64]
+        }
+    }
+
+    /// Conditions are about to be evaluated: records their categories, answers those satisfied by
+    /// construction, and marks them handed out (once). When some are left to evaluate
+    /// (`.handOut`), handing them out counts as a notification in flight: a finish meanwhile (a
+    /// cancel) waits for `notificationDelivered()`, so that no condition is evaluated after its
+    /// operation finished.
+    mutating func beginEvaluating(categories newCategories: [String], categoryLockGate gate: CategoryLockGate? = nil) -> EvaluationStart {
         guard dispatchConditions() else { return .alreadyHandedOut }
         if !newCategories.isEmpty {
             categories = newCategories
             categoryLockGate = gate
         }
         let action = answerConditionsSatisfiedByConstruction()
-        if case .none = action {
-            notificationsInFlight += 1
-        }
-        return action
+        guard case .none = action, let evaluation = conditionEvaluation else { return .settled(action) }
+        notificationsInFlight += 1
+        return .handOut(awaited: AwaitedConditions(first: evaluation.firstAwaited, later: laterAwaited))
     }
 
     // MARK: - Conditions
@@ -629,8 +657,6 @@ struct OperationLifecycle {
     enum ConditionAction {
         /// Nothing settled yet: some conditions still owe an answer.
         case none
-        /// The conditions were handed out before (`beginEvaluating`): nothing to do.
-        case alreadyHandedOut
         case failed([any Error])
         case passed(categories: [String])
     }
@@ -657,7 +683,12 @@ struct OperationLifecycle {
         guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
             return .none
         }
-        for index in conditions.indices where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
+        var bits = satisfiedByConstruction
+        while bits != 0 {
+            _ = markAnswered(bits.trailingZeroBitCount, in: &evaluation)
+            bits &= bits - 1
+        }
+        for index in conditions.indices.dropFirst(64) where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
             _ = markAnswered(index, in: &evaluation)
         }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
@@ -677,6 +708,12 @@ struct OperationLifecycle {
     mutating func conditionNeverAnswered(index: Int, error: any Error) -> DroppedAnswer {
         guard isAwaitingAnswer(from: index) else { return .alreadyAnswered }
         return .fails(then: conditionAnswered(index: index, result: .failed(error)))
+    }
+
+    /// The condition at `index`, if it has yet to answer.
+    func awaitedCondition(at index: Int) -> (any OperationCondition)? {
+        guard isAwaitingAnswer(from: index), index < conditions.count else { return nil }
+        return conditions[index]
     }
 
     /// Whether the condition at `index` has yet to answer.
@@ -1010,7 +1047,7 @@ struct OperationLifecycle {
         }
         if case let .ready(placement, standing, _) = state {
             // Foundation holds the operation and will call start(); it finishes there.
-            errors.append(contentsOf: newErrors)
+            record(newErrors)
             state = .ready(placement, standing, finishRequested: true)
             return releaseCategoriesEarly().map(FinishAction.releaseCategoriesEarly) ?? .none
         }
@@ -1037,10 +1074,20 @@ struct OperationLifecycle {
             withdrawsFromCategories: standing.inLine && !standing.holds && !categories.isEmpty,
             waitsForNotifications: notificationsInFlight > 0
         )
-        errors.append(contentsOf: newErrors)
+        record(newErrors)
         state = .finishing(finishing)
         if finishing.waitsForNotifications { return .none }
         return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
+    }
+
+    /// Adds the errors of a finish. Most finishes bring none, and most operations had none
+    /// before: neither case copies or allocates an array.
+    private mutating func record(_ newErrors: [any Error]) {
+        if errors.isEmpty {
+            errors = newErrors
+        } else if !newErrors.isEmpty {
+            errors.append(contentsOf: newErrors)
+        }
     }
 
     /// Gives up the categories of an operation that will not execute after all.
@@ -1151,6 +1198,7 @@ struct OperationLifecycle {
         dependencyWatchers = [:]
         dependents = []
         conditions = []
+        satisfiedByConstruction = 0
         observers = []
         categoryLockGate = nil
         return remains

@@ -373,8 +373,8 @@ private struct Explorer {
         for kind in scope.conditions {
             let categories = Set(scope.categories)
             switch kind {
-            case .answered: _ = world.life.addCondition(AnsweredCondition(mutuallyExclusiveCategories: categories))
-            case .byConstruction: _ = world.life.addCondition(ConstructedCondition(mutuallyExclusiveCategories: categories))
+            case .answered: _ = world.life.addCondition(AnsweredCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: false)
+            case .byConstruction: _ = world.life.addCondition(ConstructedCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: true)
             }
         }
         if scope.dependency { _ = world.life.addDependency(dependency) }
@@ -547,7 +547,7 @@ private struct Explorer {
 
     private func handle(_ action: OperationLifecycle.ConditionAction, suspensionJustChecked: Bool = false) -> [Step]? {
         switch action {
-        case .none, .alreadyHandedOut: return nil
+        case .none: return nil
         case let .failed(errors): return [.finish(errors: labels(errors))]
         case let .passed(categories):
             return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: suspensionJustChecked)]
@@ -597,13 +597,17 @@ private struct Explorer {
             }
 
         case .evaluate:
-            let dispatch = world.life.beginEvaluating(categories: scope.categories)
-            if case .alreadyHandedOut = dispatch { return [] }
-            if case .none = dispatch {
-                world.answersOwed = scope.conditions.indices.filter { scope.conditions[$0] == .answered }
+            switch world.life.beginEvaluating(categories: scope.categories) {
+            case .alreadyHandedOut:
+                return []
+            case let .handOut(awaited):
+                world.answersOwed = scope.conditions.indices.filter { awaited.contains($0) }
+                #expect(world.answersOwed == scope.conditions.indices.filter { scope.conditions[$0] == .answered },
+                        "only the conditions that are not satisfied by construction are handed out")
                 return [.conditionsHandedOut]
+            case let .settled(action):
+                return handle(action, suspensionJustChecked: true) ?? []
             }
-            return handle(dispatch, suspensionJustChecked: true) ?? []
 
         case .conditionsHandedOut:
             // Every condition's evaluate(for:) was called; a finish meanwhile waited for this.

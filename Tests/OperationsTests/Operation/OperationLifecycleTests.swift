@@ -12,6 +12,12 @@ private struct Condition: OperationCondition {
     }
 }
 
+private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction {
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(.satisfied)
+    }
+}
+
 @Suite struct OperationLifecycleTests {
     private let queue = AsyncOperationQueue()
 
@@ -19,7 +25,7 @@ private struct Condition: OperationCondition {
     func conditionEvaluation_takesEachAnswerOnce(count: Int) {
         var state = OperationLifecycle()
         for _ in 0..<count {
-            _ = state.addCondition(Condition())
+            _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         }
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing()
@@ -51,6 +57,45 @@ private struct Condition: OperationCondition {
         #expect(state.conditionFailures.isEmpty)
     }
 
+    /// Every third condition is satisfied by construction: those are answered without being
+    /// handed out, below and beyond the 64 whose kind the lifecycle keeps in one word.
+    @Test(arguments: [5, 64, 65, 130])
+    func beginEvaluating_handsOutOnlyConditionsNotSatisfiedByConstruction(count: Int) {
+        var state = OperationLifecycle()
+        let constructed = Set(stride(from: 0, to: count, by: 3))
+        for index in 0..<count {
+            if constructed.contains(index) {
+                _ = state.addCondition(ConstructedCondition(), satisfiedByConstruction: true)
+            } else {
+                _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+            }
+        }
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        guard case let .handOut(awaited) = state.beginEvaluating(categories: []) else {
+            Issue.record("expected conditions to hand out")
+            return
+        }
+        let expected = (0..<count).filter { !constructed.contains($0) }
+        #expect((0..<count).filter { awaited.contains($0) } == expected)
+        #expect(state.unansweredConditions.map(\.index) == expected)
+        guard case .alreadyHandedOut = state.beginEvaluating(categories: []) else {
+            Issue.record("the conditions are handed out once")
+            return
+        }
+    }
+
+    @Test func beginEvaluating_withOnlyConditionsSatisfiedByConstruction_passesAtOnce() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(ConstructedCondition(), satisfiedByConstruction: true)
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        guard case .settled(.passed(categories: ["a"])) = state.beginEvaluating(categories: ["a"]) else {
+            Issue.record("expected the evaluation to pass without handing anything out")
+            return
+        }
+    }
+
     @Test func enqueue_withNothingToWaitFor_handsOffAtOnce() {
         var state = OperationLifecycle()
         guard case .handOffNow = state.enqueue(on: queue, ticket: 1) else {
@@ -77,7 +122,7 @@ private struct Condition: OperationCondition {
         let second = ObjectIdentifier(secondDependency)
         _ = state.addDependency(firstDependency)
         _ = state.addDependency(secondDependency)
-        _ = state.addCondition(Condition())
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         guard case .runPipeline = state.enqueue(on: queue, ticket: 1) else {
             Issue.record("expected the pipeline")
             return
@@ -166,7 +211,7 @@ private struct Condition: OperationCondition {
     @Test func completeFinish_letsGoOfWhatTheOperationOwned() {
         var state = OperationLifecycle()
         _ = state.addDependency(BlockOperation {})
-        _ = state.addCondition(Condition())
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         _ = state.finish(errors: [])
         var remains = state.completeFinish()
         #expect(state.phase == .finished)
