@@ -81,15 +81,35 @@ struct HeldOperations {
         }
     }
 
-    private mutating func grow() {
-        let old = buckets
-        buckets = Array(repeating: nil, count: max(16, old.count * 2))
-        for case let operation? in old {
-            var bucket = home(of: operation)
-            while buckets[bucket] != nil {
-                bucket = next(bucket)
+    /// Makes room for `additional` more operations at once: a batch held together (the lines of
+    /// a suspended or serial queue) grows the table once instead of once per doubling.
+    mutating func reserveCapacity(forAdding additional: Int) {
+        guard (count + additional) * 2 > buckets.count else { return }
+        grow(toHold: count + additional)
+    }
+
+    private mutating func grow(toHold needed: Int = 0) {
+        var size = max(16, buckets.count * 2)
+        while size < needed * 2 {
+            size *= 2
+        }
+        var old: [AsyncOperation?] = Array(repeating: nil, count: size)
+        swap(&old, &buckets)
+        // Moves each operation over rather than copying it: no retain and release per entry.
+        old.withUnsafeMutableBufferPointer { entries in
+            guard let base = entries.baseAddress else { return }
+            for index in entries.indices {
+                guard let operation = (base + index).move() else {
+                    (base + index).initialize(to: nil)
+                    continue
+                }
+                (base + index).initialize(to: nil)
+                var bucket = home(of: operation)
+                while buckets[bucket] != nil {
+                    bucket = next(bucket)
+                }
+                buckets[bucket] = operation
             }
-            buckets[bucket] = operation
         }
     }
 }

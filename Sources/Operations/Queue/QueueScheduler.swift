@@ -129,6 +129,9 @@ struct QueueScheduler {
     /// of them can finish; one that is refused leaves again through `operationLeft()`.
     mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
+        if asyncCount > 1 && (isSuspended || isSerial) {
+            held.reserveCapacity(forAdding: asyncCount) // they will stand in line
+        }
         if let last = admissions.last, last.generation == generation {
             admissions[admissions.count - 1].count += 1
         } else {

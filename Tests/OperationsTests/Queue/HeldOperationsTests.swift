@@ -34,6 +34,23 @@ import Testing
         #expect(Set(held.all.map(ObjectIdentifier.init)) == [ObjectIdentifier(second), ObjectIdentifier(third)])
     }
 
+    @Test func reservedAndGrownTables_keepEveryOperation_andReleaseThemOnce() {
+        weak var released: AsyncBlockOperation?
+        var held = HeldOperations()
+        do {
+            let operations = (0..<40).map { _ in AsyncBlockOperation {} }
+            released = operations[7]
+            operations.prefix(10).forEach { held.insert($0) }
+            held.reserveCapacity(forAdding: 1_000) // one grow, far past the doublings
+            operations.dropFirst(10).forEach { held.insert($0) } // and a few more
+            #expect(held.count == 40)
+            #expect(Set(held.all.map(ObjectIdentifier.init)) == Set(operations.map(ObjectIdentifier.init)))
+            operations.forEach { held.remove($0) }
+            #expect(held.isEmpty)
+        }
+        #expect(released == nil, "moving entries to a bigger table neither leaks nor over-releases them")
+    }
+
     @Test func randomInsertsAndRemoves_agreeWithASet() {
         // Many collisions and backward shifts: the table must always agree with a plain Set.
         var held = HeldOperations()
