@@ -31,8 +31,7 @@ extension AsyncOperation {
 
     /// What the operation logs through, if its queue has a logger.
     var logBinding: LoggingObserver? {
-        guard let logger = lifecycle.logger else { return nil } // no dynamic cast without a logger
-        return logger as? LoggingObserver
+        lifecycle.logger
     }
 
     /// Logs `kind` if the operation's queue has a logger.
@@ -42,7 +41,15 @@ extension AsyncOperation {
 
     /// Logs what the operation waits for now, if its queue has a logger (and it waits at all).
     func logWaiting() {
-        guard let binding = logBinding, binding.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
+        if let binding = logBinding {
+            logWaiting(through: binding)
+        }
+    }
+
+    /// Logs what the operation waits for now through `binding`, which an answer of its
+    /// lifecycle carried.
+    func logWaiting(through binding: LoggingObserver) {
+        guard binding.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
         let reasons = snapshot().waitsFor
         guard !reasons.isEmpty else { return }
         binding.log(.waiting(reasons), of: self)

@@ -6,7 +6,10 @@ import Foundation
 /// and among its observers (for the observer events: started, cancelled, produced, finished,
 /// with the observers' guarantees of order and of exactly once). Every event it makes carries
 /// the operation's identity.
-struct LoggingObserver: OperationObserver, OperationLogger {
+///
+/// A class, so that the lifecycle's answers can carry it as one reference (`nil` on a queue
+/// without a logger, the common case) and the operation need not take its lock again to log.
+final class LoggingObserver: OperationObserver, OperationLogger {
     /// The queue's logger.
     let logger: any OperationLogger
     /// The queue the operation was added to, as log events name it.
@@ -14,6 +17,14 @@ struct LoggingObserver: OperationObserver, OperationLogger {
     let operationID: OperationID
     let groupID: OperationID?
     let dependencyIDs: [OperationID]
+
+    init(logger: any OperationLogger, queue: QueueMention?, operationID: OperationID, groupID: OperationID?, dependencyIDs: [OperationID]) {
+        self.logger = logger
+        self.queue = queue
+        self.operationID = operationID
+        self.groupID = groupID
+        self.dependencyIDs = dependencyIDs
+    }
 
     var minimumLevel: OperationLogLevel { logger.minimumLevel }
 

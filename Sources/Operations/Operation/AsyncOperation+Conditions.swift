@@ -126,9 +126,9 @@ extension AsyncOperation {
         case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
             return
-        case let .settled(.passed(categories)):
+        case let .settled(.passed(categories, logger)):
             // Nothing left to evaluate.
-            logIfLogging(.conditionsAnswered(failures: 0))
+            logger?.log(.conditionsAnswered(failures: 0), of: self)
             acquire(categories, lineRoot: lineRoot)
             return
         case let .settled(action):
@@ -213,8 +213,8 @@ extension AsyncOperation {
                 OperationDiagnostics.report(.conditionTimedOut, self, "a condition did not answer in time; the operation finished without executing")
             }
             finish(errors: errors)
-        case let .passed(categories):
-            logIfLogging(.conditionsAnswered(failures: 0))
+        case let .passed(categories, logger):
+            logger?.log(.conditionsAnswered(failures: 0), of: self)
             acquire(categories)
         }
     }
@@ -247,13 +247,15 @@ extension AsyncOperation {
         }
         // Marked as in line first, so that a finish from now on takes it out of line again. A
         // group's child stands where its group stands, known now that the group executes.
-        guard case let .ask(place) = lifecycle.enterLine(lineRoot: lineRoot) else { return }
+        guard case let .ask(place, logger) = lifecycle.enterLine(lineRoot: lineRoot) else { return }
         let exclusivity = (queue?.engine ?? .shared).exclusivity
         switch exclusivity.acquire(categories, for: self, place: place) {
         case .granted:
             categoriesWereGranted(by: exclusivity)
         case .waits:
-            logWaiting()
+            if let logger {
+                logWaiting(through: logger)
+            }
         }
     }
 
@@ -354,8 +356,8 @@ extension AsyncOperation {
         switch grant {
         case let .acquireLeases(gate):
             gate.begin(for: self)
-        case let .held(categories, action):
-            logIfLogging(.categoriesGranted(categories))
+        case let .held(categories, logger, action):
+            logger?.log(.categoriesGranted(categories), of: self)
             perform(action, grantedBy: controller)
         }
     }

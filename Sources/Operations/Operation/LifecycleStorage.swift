@@ -26,7 +26,7 @@ struct LifecycleStorage {
     var outcome: OperationLifecycle.Outcome { locked.withLock { $0.outcome } }
     var output: (any Sendable)? { locked.withLock { $0.output } }
     var dependencies: [Operation] { locked.withLock { $0.dependencies } }
-    var logger: (any OperationLogger)? { locked.withLock { $0.logger } }
+    var logger: LoggingObserver? { locked.withLock { $0.logger } }
     var categoryLockGate: CategoryLockGate? { locked.withLock { $0.categoryLockGate } }
     var heldCategories: [String] { locked.withLock { $0.heldCategories } }
     var readiness: OperationLifecycle.Readiness { locked.withLock { $0.readiness } }
@@ -52,8 +52,8 @@ struct LifecycleStorage {
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
     func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.Configuration { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
-    func attachLogger(_ logger: any OperationLogger, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
-    func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
+    func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
+    func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
     /// For `deinit`: the dependencies, to be released one after another rather than recursively.
     func takeDependencies() -> [AnyObject] { locked.withLock { $0.takeDependencies() } }
 

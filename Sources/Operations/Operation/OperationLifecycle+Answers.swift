@@ -134,14 +134,15 @@ extension OperationLifecycle {
     enum Grant {
         /// A lock extends some of them beyond the process: their leases come first.
         case acquireLeases(CategoryLockGate)
-        /// Held wherever they reach: report `categories` as granted, then perform `then`.
-        case held(categories: [String], then: GrantAction)
+        /// Held wherever they reach: report `categories` as granted (through `logger`, if its
+        /// queue has one), then perform `then`.
+        case held(categories: [String], logger: LoggingObserver?, then: GrantAction)
     }
 
     /// Its categories were granted within the process; `leasesAcquired`: and beyond it, by the
     /// lock gate.
     mutating func categoriesGranted(leasesAcquired: Bool) -> Grant {
         if !leasesAcquired, let categoryLockGate { return .acquireLeases(categoryLockGate) }
-        return .held(categories: categories, then: categoriesGranted())
+        return .held(categories: categories, logger: logger, then: categoriesGranted())
     }
 }

@@ -126,7 +126,7 @@ struct OperationLifecycle {
     private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
     /// The logger of the queue the operation was added to, if that queue has one.
-    private(set) var logger: (any OperationLogger)?
+    private(set) var logger: LoggingObserver?
     /// The value a `ResultOperation` produced, stored in the step that accepts its finish.
     private(set) var output: (any Sendable)?
 
@@ -558,7 +558,7 @@ struct OperationLifecycle {
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer
     /// events through `observer`, the others from the operation. Only before it is on a queue.
-    mutating func attachLogger(_ logger: any OperationLogger, observer: any OperationObserver) {
+    mutating func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) {
         guard phase == .initialized, self.logger == nil else { return }
         self.logger = logger
         observers.append(observer)
@@ -567,7 +567,7 @@ struct OperationLifecycle {
     /// Attaches the logger that the queue it waits on gained after it was added (its group
     /// joined a logging queue): `.added`, or `.alreadyThere` if it has one, or `.tooLate` once it
     /// has begun executing.
-    mutating func adoptLogger(_ logger: any OperationLogger, observer: any OperationObserver) -> Configuration {
+    mutating func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> Configuration {
         guard self.logger == nil else { return .alreadyThere }
         guard phase != .initialized, isBeforeExecution else { return .tooLate }
         self.logger = logger
@@ -658,7 +658,9 @@ struct OperationLifecycle {
         /// Nothing settled yet: some conditions still owe an answer.
         case none
         case failed([any Error])
-        case passed(categories: [String])
+        /// Every condition passed: acquire `categories`, logging through `logger` (its queue's,
+        /// if that has one).
+        case passed(categories: [String], logger: LoggingObserver?)
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
@@ -759,7 +761,7 @@ struct OperationLifecycle {
             return .failed(conditionFailures)
         }
         state = .waitingForCategories(placement, standing)
-        return .passed(categories: categories)
+        return .passed(categories: categories, logger: logger)
     }
 
     // MARK: - Mutual exclusion
@@ -860,8 +862,9 @@ struct OperationLifecycle {
 
     /// What stepping into or out of the categories' lines asks of the operation.
     enum LineMove {
-        /// Ask the exclusivity controller for `categories` at `place`.
-        case ask(place: LinePlace)
+        /// Ask the exclusivity controller for `categories` at `place` (and log through `logger`
+        /// if it has to wait).
+        case ask(place: LinePlace, logger: LoggingObserver?)
         /// Withdraw from `categories`' lines at `place`.
         case withdraw(place: LinePlace, categories: [String])
         /// Nothing: it no longer waits for them (or stands in no line).
@@ -878,7 +881,7 @@ struct OperationLifecycle {
         }
         standing.inLine = true
         state = .waitingForCategories(placement, standing)
-        return .ask(place: placement.linePlace)
+        return .ask(place: placement.linePlace, logger: logger)
     }
 
     /// Leaves its categories' lines (its queue is suspended, or has no free slot).

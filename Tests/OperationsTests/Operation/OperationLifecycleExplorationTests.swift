@@ -549,7 +549,7 @@ private struct Explorer {
         switch action {
         case .none: return nil
         case let .failed(errors): return [.finish(errors: labels(errors))]
-        case let .passed(categories):
+        case let .passed(categories, _):
             return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: suspensionJustChecked)]
         }
     }

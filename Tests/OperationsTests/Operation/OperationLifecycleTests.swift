@@ -90,7 +90,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.addCondition(ConstructedCondition(), satisfiedByConstruction: true)
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing()
-        guard case .settled(.passed(categories: ["a"])) = state.beginEvaluating(categories: ["a"]) else {
+        guard case .settled(.passed(categories: ["a"], logger: nil)) = state.beginEvaluating(categories: ["a"]) else {
             Issue.record("expected the evaluation to pass without handing anything out")
             return
         }
