@@ -100,7 +100,7 @@ struct QueueScheduler {
     /// categories or a slot), by ticket: on a serial queue, the one whose *turn* it is. Kept on
     /// every queue, so that a queue made serial while several are under way lets nothing else
     /// go before all of them have been handed off.
-    private(set) var inProgress: Set<UInt64> = []
+    private(set) var inProgress = FibonacciSet<ByTicket>()
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
     /// Held `AsyncOperation`s on their way to Foundation (in a hand-off list or the outbox): they
@@ -301,7 +301,7 @@ struct QueueScheduler {
         }
         var letThrough = LetThrough()
         send(operation, into: &letThrough)
-        if inProgress.remove(ticket) != nil {
+        if inProgress.remove(ticket) {
             drain(into: &letThrough)
         }
         return .handOff(letThrough)
@@ -313,7 +313,7 @@ struct QueueScheduler {
         line.remove(ticket: ticket)
         slotLine.remove(ticket: ticket)
         var letThrough = LetThrough()
-        if inProgress.remove(ticket) != nil {
+        if inProgress.remove(ticket) {
             drain(into: &letThrough)
         }
         return letThrough
@@ -323,7 +323,7 @@ struct QueueScheduler {
     /// heard (`finishedBeforeHandOff`): the turn goes on.
     mutating func turnUnused(ticket: UInt64) -> LetThrough {
         var letThrough = LetThrough()
-        if inProgress.remove(ticket) != nil {
+        if inProgress.remove(ticket) {
             drain(into: &letThrough)
         }
         return letThrough
@@ -463,7 +463,7 @@ struct QueueScheduler {
             return
         }
         guard inProgress.isEmpty else {
-            for ticket in inProgress.sorted() {
+            for ticket in inProgress.all.sorted() {
                 if let waiter = line.remove(ticket: ticket) {
                     release(waiter, into: &letThrough)
                 }

@@ -295,7 +295,7 @@ private struct SchedulerModel {
     var key: String {
         let stagesKey = stages.map(\.description).joined(separator: ",")
         let line = scheduler.waiting.map { String($0.ticket) }.joined(separator: ",")
-        let turn = scheduler.inProgress.sorted().map(String.init).joined(separator: ",")
+        let turn = scheduler.inProgress.all.sorted().map(String.init).joined(separator: ",")
         let slotLine = scheduler.slotLine.waiters.map { String($0.ticket) }.joined(separator: ",")
         let ready = readyAt.map { $0 == nil ? "n" : "r" }.joined()
         let went = wentAt.map { $0 == nil ? "n" : "w" }.joined()

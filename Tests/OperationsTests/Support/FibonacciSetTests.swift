@@ -2,9 +2,9 @@ import Foundation
 @testable import Operations
 import Testing
 
-// The set a queue holds its waiting operations in.
+// The set a queue holds its waiting operations in (by identity), and its tickets under way.
 
-@Suite struct HeldOperationsTests {
+@Suite struct FibonacciSetTests {
     @Test func insertAndRemove_keepCountAndContents() {
         var held = HeldOperations()
         let operations = (0..<5).map { _ in AsyncBlockOperation {} }
@@ -85,5 +85,30 @@ import Testing
         #expect(held.all.isEmpty)
         held.insert(operations[7])
         #expect(held.all.map(ObjectIdentifier.init) == [ObjectIdentifier(operations[7])])
+    }
+
+    @Test func tickets_sequentialAndScattered_agreeWithASet() {
+        var tickets = FibonacciSet<ByTicket>()
+        var expected = Set<UInt64>()
+        var random = SystemRandomNumberGenerator()
+        for step in 0..<20_000 {
+            // Mostly the next tickets in order, as a queue hands them out, some far apart.
+            let ticket = Bool.random(using: &random) ? UInt64(step / 2) : UInt64.random(in: 0...UInt64(step + 10), using: &random)
+            if Int.random(in: 0..<3, using: &random) < 2 {
+                tickets.insert(ticket)
+                expected.insert(ticket)
+            } else {
+                #expect(tickets.remove(ticket) == (expected.remove(ticket) != nil))
+            }
+            guard tickets.count == expected.count, tickets.contains(ticket) == expected.contains(ticket) else {
+                Issue.record("disagrees with a Set at step \(step)")
+                return
+            }
+        }
+        #expect(tickets.all.sorted() == expected.sorted())
+        for ticket in expected {
+            tickets.remove(ticket)
+        }
+        #expect(tickets.isEmpty && !tickets.contains(0))
     }
 }
