@@ -25,20 +25,26 @@ private final class FeedServer: @unchecked Sendable {
     private var feeds: [String]
     private(set) var logins = 0
 
+    /// Answers one request at a time, in the order asked: the three refreshes' logins finish in
+    /// their add order, so the refreshes become free to run, and take the exclusive category, in
+    /// that order (API.md orders only operations free to run). Timers on a concurrent queue could
+    /// answer the second login first, and the second refresh would then download the first feed.
+    private let replies = DispatchQueue(label: "feed server replies")
+
     init(feeds: [String]) { self.feeds = feeds }
 
     var isLoggedIn: Bool { lock.withLock { loggedIn } }
     var isOffline: Bool { false }
 
     func logIn(_ done: @escaping @Sendable ((any Error)?) -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { [self] in
+        replies.asyncAfter(deadline: .now() + 0.01) { [self] in
             lock.withLock { loggedIn = true; logins += 1 }
             done(nil)
         }
     }
 
     func download(_ done: @escaping @Sendable (Result<String, any Error>) -> Void) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { [self] in
+        replies.asyncAfter(deadline: .now() + 0.01) { [self] in
             let feed = lock.withLock { feeds.isEmpty ? nil : feeds.removeFirst() }
             done(feed.map { .success($0) } ?? .failure(FeedError.offline))
         }
