@@ -14,10 +14,14 @@ final class LoggingObserver: OperationObserver, OperationLogger {
     let logger: any OperationLogger
     /// The queue the operation was added to, as log events name it.
     let queue: QueueMention?
+    /// The operation's identity in log events.
     let operationID: OperationID
+    /// The identity of the group it is a child of, if any.
     let groupID: OperationID?
+    /// The identities of its dependencies that log, as they were when it was added.
     let dependencyIDs: [OperationID]
 
+    /// Binds `logger` to one operation, named by `operationID`, on `queue`.
     init(logger: any OperationLogger, queue: QueueMention?, operationID: OperationID, groupID: OperationID?, dependencyIDs: [OperationID]) {
         self.logger = logger
         self.queue = queue

@@ -121,25 +121,26 @@ extension AsyncOperation {
                 return
             }
         }
-        let awaited: OperationLifecycle.AwaitedConditions
         switch lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate) {
         case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
-            return
         case let .settled(.passed(categories, logger)):
             // Nothing left to evaluate.
             logger?.log(.conditionsAnswered(failures: 0), of: self)
             acquire(categories, lineRoot: lineRoot)
-            return
         case let .settled(action):
             handle(action, timedOut: false)
-            return
-        case let .handOut(handedOut):
-            awaited = handedOut
+        case let .handOut(awaited):
+            handOut(conditions, awaited: awaited)
         }
-        for (index, condition) in conditions.enumerated() where awaited.contains(index) {
+    }
+
+    /// Calls `evaluate(for:completion:)` of the conditions `awaited` names, each with its own
+    /// completion handler, and bounds the wait for those that do not answer at once.
+    private func handOut(_ conditions: [any OperationCondition], awaited: OperationLifecycle.AwaitedConditions) {
+        for index in conditions.indices where awaited.contains(index) {
             let answer = ConditionAnswer(operation: self, index: index)
-            condition.evaluate(for: self) { result in
+            conditions[index].evaluate(for: self) { result in
                 answer.deliver(result)
             }
         }

@@ -104,6 +104,29 @@ extension OperationLifecycle {
         }
     }
 
+    /// What beginning a condition evaluation asks of the operation.
+    enum EvaluationStart {
+        /// The conditions were handed out before: nothing to do.
+        case alreadyHandedOut
+        /// Nothing is left to evaluate (every condition is satisfied by construction, say):
+        /// perform this instead.
+        case settled(ConditionAction)
+        /// Call `evaluate(for:completion:)` of the conditions `awaited` names, then
+        /// `conditionsHandedOut()`.
+        case handOut(awaited: AwaitedConditions)
+    }
+
+    /// The conditions an evaluation waits for, by index, as `beginEvaluating` handed them out.
+    struct AwaitedConditions {
+        let first: UInt64
+        let later: [Bool]
+
+        /// Whether the condition at `index` is to be evaluated.
+        func contains(_ index: Int) -> Bool {
+            OperationLifecycle.condition(index, isIn: first, later: later)
+        }
+    }
+
     /// The conditions were handed out (which counted as a notification in flight).
     struct HandedOut {
         /// Conditions that have not answered yet.

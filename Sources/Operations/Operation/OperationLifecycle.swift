@@ -131,9 +131,10 @@ struct OperationLifecycle {
     private(set) var output: (any Sendable)?
 
     private(set) var conditions: [any OperationCondition] = []
-    /// Which of the first 64 conditions are satisfied by construction (one bit each), decided
-    /// once as each is added; later ones are looked up when evaluated.
+    /// Which conditions are satisfied by construction, decided once as each is added: one bit
+    /// each for the first 64, a flag each beyond.
     private var satisfiedByConstruction: UInt64 = 0
+    private var laterSatisfiedByConstruction: [Bool] = []
     private(set) var observers: [any OperationObserver] = []
 
     /// Dependencies as the user gave them (what `dependencies` returns).
@@ -315,7 +316,13 @@ struct OperationLifecycle {
     /// Whether `evaluation` awaits the answer of the condition at `index`.
     private func isAwaiting(_ index: Int, in evaluation: ConditionEvaluation) -> Bool {
         guard index >= 0, index < evaluation.conditionCount else { return false }
-        return index < 64 ? evaluation.firstAwaited & (1 << UInt64(index)) != 0 : laterAwaited[index - 64]
+        return Self.condition(index, isIn: evaluation.firstAwaited, later: laterAwaited)
+    }
+
+    /// Whether the condition at `index` is in a set of conditions kept as one bit each for the
+    /// first 64 and one flag each beyond.
+    static func condition(_ index: Int, isIn first: UInt64, later: [Bool]) -> Bool {
+        index < 64 ? first & (1 << UInt64(index)) != 0 : later[index - 64]
     }
 
     /// Takes the answer of the condition at `index`; `false` if it was not awaited.
@@ -549,7 +556,9 @@ struct OperationLifecycle {
         if conditions.isEmpty {
             conditions.reserveCapacity(4) // a few is the rule: one allocation, not one per condition
         }
-        if isSatisfied && conditions.count < 64 {
+        if conditions.count >= 64 {
+            laterSatisfiedByConstruction.append(isSatisfied)
+        } else if isSatisfied {
             satisfiedByConstruction |= 1 << UInt64(conditions.count)
         }
         conditions.append(condition)
@@ -613,28 +622,6 @@ struct OperationLifecycle {
         }
     }
 
-    /// What beginning a condition evaluation asks of the operation.
-    enum EvaluationStart {
-        /// The conditions were handed out before: nothing to do.
-        case alreadyHandedOut
-        /// Nothing is left to evaluate (every condition is satisfied by construction, say):
-        /// perform this instead.
-        case settled(ConditionAction)
-        /// Call `evaluate(for:completion:)` of the conditions `awaited` names, then
-        /// `conditionsHandedOut()`.
-        case handOut(awaited: AwaitedConditions)
-    }
-
-    /// The conditions an evaluation waits for, by index, as `beginEvaluating` handed them out.
-    struct AwaitedConditions {
-        fileprivate let first: UInt64
-        fileprivate let later: [Bool]
-
-        func contains(_ index: Int) -> Bool {
-            index < 64 ? first & (1 << UInt64(index)) != 0 : later[index - 64]
-        }
-    }
-
     /// Conditions are about to be evaluated: records their categories, answers those satisfied by
     /// construction, and marks them handed out (once). When some are left to evaluate
     /// (`.handOut`), handing them out counts as a notification in flight: a finish meanwhile (a
@@ -657,6 +644,7 @@ struct OperationLifecycle {
     enum ConditionAction {
         /// Nothing settled yet: some conditions still owe an answer.
         case none
+        /// Some condition failed (or the operation was cancelled meanwhile): finish with `errors`.
         case failed([any Error])
         /// Every condition passed: acquire `categories`, logging through `logger` (its queue's,
         /// if that has one).
@@ -690,8 +678,8 @@ struct OperationLifecycle {
             _ = markAnswered(bits.trailingZeroBitCount, in: &evaluation)
             bits &= bits - 1
         }
-        for index in conditions.indices.dropFirst(64) where ConditionKinds.isSatisfiedByConstruction(conditions[index]) {
-            _ = markAnswered(index, in: &evaluation)
+        for (offset, isSatisfied) in laterSatisfiedByConstruction.enumerated() where isSatisfied {
+            _ = markAnswered(64 + offset, in: &evaluation)
         }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
         return conditionsSettledAction()
@@ -1202,6 +1190,7 @@ struct OperationLifecycle {
         dependents = []
         conditions = []
         satisfiedByConstruction = 0
+        laterSatisfiedByConstruction = []
         observers = []
         categoryLockGate = nil
         return remains

@@ -100,7 +100,7 @@ struct QueueScheduler {
     /// categories or a slot), by ticket: on a serial queue, the one whose *turn* it is. Kept on
     /// every queue, so that a queue made serial while several are under way lets nothing else
     /// go before all of them have been handed off.
-    private(set) var inProgress = FibonacciSet<ByTicket>()
+    private(set) var inProgress = FibonacciSet<TicketKeying>()
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
     /// Held `AsyncOperation`s on their way to Foundation (in a hand-off list or the outbox): they
@@ -163,6 +163,7 @@ struct QueueScheduler {
             admissions[index].count -= 1
             if admissions[index].count == 0 { admissions.remove(at: index) }
         }
+        held.releaseTableIfEmpty() // room reserved for a batch that was refused after all
         guard !pendingBarriers.isEmpty else { return [] }
         let oldestInFlight = admissions.first?.generation ?? .max
         let opened = pendingBarriers.filter { $0.generation <= oldestInFlight }
@@ -543,5 +544,16 @@ struct WaitingLine {
 
     private static func place(_ ticket: UInt64) -> LinePlace {
         LinePlace(root: 0, ticket: ticket)
+    }
+}
+
+/// The scheduler's tickets, which are sequential: Fibonacci hashing spreads them evenly.
+enum TicketKeying: FibonacciKeying {
+    static func key(of ticket: UInt64) -> UInt64 {
+        ticket
+    }
+
+    static func same(_ ticket: UInt64, _ other: UInt64) -> Bool {
+        ticket == other
     }
 }

@@ -16,15 +16,21 @@ struct FibonacciSet<Keying: FibonacciKeying> {
 
     /// Power-of-two sized, at most half full; `nil` marks an empty bucket.
     private var buckets: [Element?] = []
+    /// How many members it has.
     private(set) var count = 0
 
+    /// Whether it has no member.
     var isEmpty: Bool { count == 0 }
+
+    /// How many buckets its table has (0 before the first insert, and after a burst drained).
+    var tableSize: Int { buckets.count }
 
     /// Every member, in no particular order.
     var all: [Element] {
         buckets.compactMap { $0 }
     }
 
+    /// Whether `element` is a member.
     func contains(_ element: Element) -> Bool {
         guard count > 0 else { return false }
         var bucket = home(of: element)
@@ -35,6 +41,7 @@ struct FibonacciSet<Keying: FibonacciKeying> {
         return false
     }
 
+    /// Adds `element`, unless it is a member already.
     mutating func insert(_ element: Element) {
         if (count + 1) * 2 > buckets.count {
             grow()
@@ -58,9 +65,7 @@ struct FibonacciSet<Keying: FibonacciKeying> {
                 buckets[bucket] = nil
                 count -= 1
                 closeGap(at: bucket)
-                if count == 0 && buckets.count > 2048 {
-                    buckets = [] // drop the table after a burst; keep a small one for the steady trickle
-                }
+                releaseTableIfEmpty()
                 return true
             }
             bucket = next(bucket)
@@ -73,6 +78,14 @@ struct FibonacciSet<Keying: FibonacciKeying> {
     mutating func reserveCapacity(forAdding additional: Int) {
         guard (count + additional) * 2 > buckets.count else { return }
         grow(toHold: count + additional)
+    }
+
+    /// Drops a big table once nothing is left in it (after a burst, or a reservation nobody
+    /// used); a small one stays for the steady trickle.
+    mutating func releaseTableIfEmpty() {
+        if count == 0 && buckets.count > 2048 {
+            buckets = []
+        }
     }
 
     // MARK: - The table
@@ -130,30 +143,3 @@ struct FibonacciSet<Keying: FibonacciKeying> {
         }
     }
 }
-
-/// Operations by identity, hashed on their address.
-enum ByIdentity: FibonacciKeying {
-    static func key(of operation: AsyncOperation) -> UInt64 {
-        UInt64(UInt(bitPattern: Int(bitPattern: ObjectIdentifier(operation)))) >> 4 // allocations are 16-byte aligned
-    }
-
-    static func same(_ operation: AsyncOperation, _ other: AsyncOperation) -> Bool {
-        operation === other
-    }
-}
-
-/// Tickets, which are sequential: Fibonacci hashing spreads them evenly.
-enum ByTicket: FibonacciKeying {
-    static func key(of ticket: UInt64) -> UInt64 {
-        ticket
-    }
-
-    static func same(_ ticket: UInt64, _ other: UInt64) -> Bool {
-        ticket == other
-    }
-}
-
-/// The operations a queue holds in its own scheduler (waiting for dependencies, conditions,
-/// categories, a resume or their turn), as a set by identity. Every operation with dependencies
-/// or conditions passes through it.
-typealias HeldOperations = FibonacciSet<ByIdentity>

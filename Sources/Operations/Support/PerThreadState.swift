@@ -9,15 +9,18 @@ import Musl
 /// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`, the queue's
 /// forwarding, the finishes being delivered and the progress applier.
 ///
-/// Only its own thread ever touches an instance (`current` is per thread), so its properties opt
-/// out of Swift's dynamic exclusivity checks, which would cost more than most of their uses.
+/// Only its own thread ever touches an instance (`current` is per thread), so the properties that
+/// hold plain values opt out of Swift's dynamic exclusivity checks, which would cost more than most
+/// of their uses. Those that hold closures or objects keep the checks: releasing one can run user
+/// code (a `deinit`) that comes back here on the same thread while the property is being changed,
+/// and the check turns that into a clear crash instead of corrupt memory.
 final class PerThreadState {
     @exclusivity(unchecked) var isDraining = false
-    @exclusivity(unchecked) var pending: [() -> Void] = []
+    var pending: [() -> Void] = []
     @exclusivity(unchecked) var isReleasing = false
     /// The condition types `ConditionKinds` was last asked about on this thread, and its answers.
     @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
-    @exclusivity(unchecked) var graveyard: [AnyObject] = []
+    var graveyard: [AnyObject] = []
     /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
     /// right now, so that its overrides pass them straight through if Foundation calls back into
     /// them (and only its own: another queue's adds still go through that queue's scheduler).
@@ -30,7 +33,7 @@ final class PerThreadState {
     /// Engine locks this thread holds now (debug builds count them: `LockDiscipline`).
     @exclusivity(unchecked) var locksHeld = 0
     /// Who hears this thread's lock violations, if not the default (`LockDiscipline`).
-    @exclusivity(unchecked) var lockViolationHandler: LockDiscipline.ViolationHandler?
+    var lockViolationHandler: LockDiscipline.ViolationHandler?
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
