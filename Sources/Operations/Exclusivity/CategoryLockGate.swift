@@ -28,9 +28,9 @@ final class CategoryLockGate: Sendable {
     /// case, checked without allocating).
     static func make(for conditions: [any OperationCondition], engine: OperationsEngine) -> Making? {
         var locks: [String: any CategoryLock] = [:]
-        for condition in conditions {
-            guard let lock = condition.categoryLock else { continue }
-            for category in condition.mutuallyExclusiveCategories {
+        for index in conditions.indices { // by index: each condition is read in place, not copied out
+            guard let lock = conditions[index].categoryLock else { continue }
+            for category in conditions[index].mutuallyExclusiveCategories {
                 if let named = locks[category], named.identity != lock.identity {
                     return .conflict(category: category)
                 }

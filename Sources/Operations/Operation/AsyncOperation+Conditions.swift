@@ -28,8 +28,8 @@ extension AsyncOperation {
     /// Attaches the conditions' dependencies, then waits for every dependency, evaluates the
     /// conditions and acquires the categories; `queue` receives the condition dependencies.
     func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
-        for condition in conditions {
-            if let dependency = condition.dependency(for: self) {
+        for index in conditions.indices { // by index: each condition is read in place, not copied out
+            if let dependency = conditions[index].dependency(for: self) {
                 addConditionDependency(dependency, to: queue)
             }
         }
@@ -162,8 +162,8 @@ extension AsyncOperation {
     private static func categories(of conditions: [any OperationCondition]) -> [String] {
         var categories: [String] = []
         var sources = 0
-        for condition in conditions {
-            let own = condition.mutuallyExclusiveCategories
+        for index in conditions.indices { // by index: each condition is read in place, not copied out
+            let own = conditions[index].mutuallyExclusiveCategories
             guard !own.isEmpty else { continue }
             sources += 1
             if sources == 1 && own.count == 1, let only = own.first {
