@@ -56,6 +56,12 @@ struct ExclusivityState: Sendable {
         let place: LinePlace
         let operation: AsyncOperation
         let categories: [String]
+
+        init(_ request: Request) {
+            place = request.place
+            operation = request.operation
+            categories = request.categories
+        }
     }
 
     private struct Category {
@@ -202,9 +208,7 @@ struct ExclusivityState: Sendable {
         let name = request.categories[0]
         let answer = withCategory(name) { category -> LoneAnswer in
             guard !category.isHeld else {
-                if category.line.position(of: request.place) == nil {
-                    category.line.insert(Waiter(place: request.place, operation: request.operation, categories: request.categories), place: request.place)
-                }
+                category.line.insert(Waiter(request), place: request.place)
                 return .waits
             }
             guard let first = category.line.first, first.place < request.place else {
@@ -278,10 +282,8 @@ struct ExclusivityState: Sendable {
 
     private mutating func enterLines(_ request: Request) {
         for name in request.categories {
-            withCategory(name) { category in
-                if category.line.position(of: request.place) == nil {
-                    category.line.insert(Waiter(place: request.place, operation: request.operation, categories: request.categories), place: request.place)
-                }
+            withCategory(name) { category -> Void in
+                category.line.insert(Waiter(request), place: request.place)
             }
         }
     }

@@ -66,12 +66,19 @@ struct TicketLine<Element> {
         change(&storage[position].element!)
     }
 
-    mutating func insert(_ element: Element, place: LinePlace) {
+    /// Puts the waiter `element` in line at `place`, unless a waiter already stands there (an
+    /// operation that asks twice stays where it was); `false` then. `element` is made only if it
+    /// goes in. The usual arrival, behind everyone, needs no search.
+    @discardableResult
+    mutating func insert(_ element: @autoclosure () -> Element, place: LinePlace) -> Bool {
         if isEmpty || storage[storage.count - 1].place < place {
-            storage.append(Slot(place: place, element: element))
-        } else {
-            storage.insert(Slot(place: place, element: element), at: insertionIndex(for: place))
+            storage.append(Slot(place: place, element: element()))
+            return true
         }
+        let index = insertionIndex(for: place)
+        guard storage[index].place != place else { return false }
+        storage.insert(Slot(place: place, element: element()), at: index)
+        return true
     }
 
     /// Takes the first waiter out of line and returns it.

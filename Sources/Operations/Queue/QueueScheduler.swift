@@ -518,7 +518,6 @@ struct WaitingLine {
     /// Puts `waiter` in line by ticket, unless it already stands in it (an operation parked
     /// twice, by a suspension and by its own way to its categories, goes on once).
     mutating func insert(_ waiter: QueueScheduler.Waiter) {
-        guard !contains(ticket: waiter.ticket) else { return }
         waiting.insert(waiter, place: Self.place(waiter.ticket))
     }
 

@@ -34,6 +34,29 @@ import Testing
         #expect(line.count == 2)
     }
 
+    @Test func aWaiterAskingTwice_keepsItsPlace_andIsNotMadeAgain() {
+        var line = TicketLine<Int>()
+        var made = 0
+        func waiter(_ value: Int) -> Int {
+            made += 1
+            return value
+        }
+        let first = line.insert(waiter(2), place: place(2))
+        let second = line.insert(waiter(4), place: place(4))
+
+        // Asking again, at the back and in the middle, and a newcomer in between
+        let againAtTheBack = line.insert(waiter(40), place: place(4))
+        let againInTheMiddle = line.insert(waiter(20), place: place(2))
+        let newcomer = line.insert(waiter(3), place: place(3))
+
+        #expect(first && second && newcomer)
+        #expect(!againAtTheBack && !againInTheMiddle)
+
+        #expect(made == 3)
+        #expect(line.count == 3)
+        #expect(line.elements == [2, 3, 4])
+    }
+
     @Test func aDepartedWaiter_isNotKeptAlive_byTheLine() {
         // Given a long line (long enough that popping does not compact it at once)
         var line = TicketLine<Waiter>()
