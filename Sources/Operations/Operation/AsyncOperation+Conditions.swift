@@ -217,6 +217,9 @@ extension AsyncOperation {
         case let .passed(categories, logger):
             logger?.log(.conditionsAnswered(failures: 0), of: self)
             acquire(categories)
+        case let .cleared(logger, then):
+            logger?.log(.conditionsAnswered(failures: 0), of: self)
+            perform(then)
         }
     }
 

@@ -646,9 +646,12 @@ struct OperationLifecycle {
         case none
         /// Some condition failed (or the operation was cancelled meanwhile): finish with `errors`.
         case failed([any Error])
-        /// Every condition passed: acquire `categories`, logging through `logger` (its queue's,
-        /// if that has one).
+        /// Every condition passed: acquire `categories` (never empty), logging through `logger`
+        /// (its queue's, if that has one).
         case passed(categories: [String], logger: LoggingObserver?)
+        /// Every condition passed and no category is needed: the operation is cleared to run
+        /// already. Log through `logger`, then perform `then`.
+        case cleared(logger: LoggingObserver?, then: GrantAction)
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
@@ -668,7 +671,7 @@ struct OperationLifecycle {
     }
 
     /// Answers the conditions that are satisfied by construction without evaluating them;
-    /// `.passed` if that settles all of them.
+    /// `.passed` (or `.cleared`) if that settles all of them.
     mutating func answerConditionsSatisfiedByConstruction() -> ConditionAction {
         guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
             return .none
@@ -749,6 +752,7 @@ struct OperationLifecycle {
             return .failed(conditionFailures)
         }
         state = .waitingForCategories(placement, standing)
+        guard !categories.isEmpty else { return .cleared(logger: logger, then: clearedToRun()) }
         return .passed(categories: categories, logger: logger)
     }
 
@@ -775,7 +779,8 @@ struct OperationLifecycle {
         return clearedToRun() // .none unless it was waiting for them
     }
 
-    /// Conditions passed with no categories to acquire.
+    /// No conditions, and so no categories to acquire (conditions that pass without categories
+    /// clear the operation themselves: `ConditionAction.cleared`).
     mutating func proceedWithoutCategories() -> GrantAction {
         guard phase == .waitingForCategories else { return .none }
         return clearedToRun()

@@ -540,17 +540,21 @@ private struct Explorer {
             world.answeredTwice.insert(index) // the lifecycle must ignore it
         }
         let result: ConditionResult = satisfied ? .satisfied : .failed(StubError("condition\(index)"))
-        if let steps = handle(world.life.conditionAnswered(index: index, result: result)) {
+        if let steps = handle(world.life.conditionAnswered(index: index, result: result), in: &world) {
             world.spawn(steps)
         }
     }
 
-    private func handle(_ action: OperationLifecycle.ConditionAction, suspensionJustChecked: Bool = false) -> [Step]? {
+    private func handle(_ action: OperationLifecycle.ConditionAction, in world: inout World, suspensionJustChecked: Bool = false) -> [Step]? {
         switch action {
         case .none: return nil
         case let .failed(errors): return [.finish(errors: labels(errors))]
         case let .passed(categories, _):
-            return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: suspensionJustChecked)]
+            if categories.isEmpty { world.violate("conditions passed with no categories, yet did not clear the operation") }
+            return [.acquire(hasCategories: true, suspensionJustChecked: suspensionJustChecked)]
+        case let .cleared(_, then):
+            if !scope.categories.isEmpty { world.violate("conditions cleared the operation, though it needs categories") }
+            return [grant(then, in: &world)]
         }
     }
 
@@ -606,7 +610,7 @@ private struct Explorer {
                         "only the conditions that are not satisfied by construction are handed out")
                 return [.conditionsHandedOut]
             case let .settled(action):
-                return handle(action, suspensionJustChecked: true) ?? []
+                return handle(action, in: &world, suspensionJustChecked: true) ?? []
             }
 
         case .conditionsHandedOut:
