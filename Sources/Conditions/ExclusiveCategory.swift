@@ -13,7 +13,7 @@ public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
 
     /// Creates the condition for the category named `category`.
     public init(_ category: String) {
-        self.mutuallyExclusiveCategories = [category]
+        self.mutuallyExclusiveCategories = SingleCategorySets.set(of: category)
         self.lockReference = nil
     }
 
@@ -30,7 +30,7 @@ public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
     /// billing.addCondition(ExclusiveCategory("billing", lock: hostWide))
     /// ```
     public init(_ category: String, lock: some CategoryLock) {
-        self.mutuallyExclusiveCategories = [category]
+        self.mutuallyExclusiveCategories = SingleCategorySets.set(of: category)
         self.lockReference = CategoryLockReference(lock)
     }
 
@@ -46,7 +46,8 @@ public struct ExclusiveCategory: OperationCondition, SatisfiedByConstruction {
         categoryLock.map { "ExclusiveCategory(\(category), \($0))" } ?? "ExclusiveCategory(\(category))"
     }
 
-    /// The single category, `category` (built once: the queue reads it for every operation).
+    /// The single category, `category` (built once, and shared by the conditions that name the
+    /// same category on a thread: the queue reads it for every operation).
     public let mutuallyExclusiveCategories: Set<String>
 
     /// Always satisfied: the exclusion itself is the condition's effect.

@@ -6,8 +6,9 @@ import Glibc
 import Musl
 #endif
 
-/// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`, the queue's
-/// forwarding, the finishes being delivered and the progress applier.
+/// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`,
+/// `SingleCategorySets`, the queue's forwarding, the finishes being delivered and the progress
+/// applier.
 ///
 /// Only its own thread ever touches an instance (`current` is per thread), so the properties that
 /// hold plain values opt out of Swift's dynamic exclusivity checks, which would cost more than most
@@ -20,6 +21,9 @@ final class PerThreadState {
     @exclusivity(unchecked) var isReleasing = false
     /// The condition types `ConditionKinds` was last asked about on this thread, and its answers.
     @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
+    /// The one-category sets `SingleCategorySets` built last on this thread, by name (strings
+    /// only: releasing them runs no user code).
+    @exclusivity(unchecked) var singleCategorySets: [(name: String, set: Set<String>)] = []
     var graveyard: [AnyObject] = []
     /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
     /// right now, so that its overrides pass them straight through if Foundation calls back into
