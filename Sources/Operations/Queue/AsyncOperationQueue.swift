@@ -279,6 +279,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let barrier: Operation?
         let group: GroupOperation?
         let logger: (any OperationLogger)?
+        /// Whether `logger` is set: checked per operation without copying the logger out.
+        let isLogging: Bool
         /// Serial or suspended when the add began: each operation asks the scheduler whether it
         /// waits in line (otherwise none does, and the check is skipped).
         let mayWaitInLine: Bool
@@ -306,6 +308,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                     barrier: barrier,
                     group: state.settings.group,
                     logger: state.settings.logger,
+                    isLogging: state.settings.logger != nil,
                     mayWaitInLine: mayWaitInLine,
                     countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
                     generation: generation,
@@ -358,7 +361,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if let barrier = context.barrier, !(operation is QueueBarrier) {
             operation.addDependency(barrier) // a barrier orders itself after the one before it
         }
-        if let logger = context.logger, let operation = operation as? AsyncOperation {
+        if context.isLogging, let logger = context.logger, let operation = operation as? AsyncOperation {
             operation.attach(logger, from: self) // only one not yet on a queue takes it
         }
         if let operation = operation as? AsyncOperation {
@@ -371,7 +374,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         } else if PlainOperationRegistry.register(operation, on: self, ticket: ticket) != nil {
             reportRefusedAdd(.addedTwice, of: operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
         } else {
-            context.logger?.log(.added, of: operation, on: self)
+            if context.isLogging { context.logger?.log(.added, of: operation, on: self) }
             admitToGroup(operation, into: &batch, context)
             let dependencies = operation.dependencies
             if !dependencies.isEmpty {
@@ -388,11 +391,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             reportRefusedAdd(kind, of: operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
-            if context.logger != nil { operation.logIfLogging(.added) }
+            if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions):
-            if context.logger != nil { operation.logIfLogging(.added) }
+            if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
