@@ -41,10 +41,10 @@ extension AsyncOperation {
     }
 
     func notifyDependents(_ dependents: [WeakFinishWatcher]) {
-        let id = ObjectIdentifier(self)
-        Trampoline.run {
-            for dependent in dependents {
-                dependent.object?.dependencyDidFinish(id)
+        // The context form: nothing is allocated unless the call has to be queued.
+        Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
+            for index in dependents.indices {
+                dependents[index].object?.dependencyDidFinish(id)
             }
         }
     }
