@@ -61,14 +61,20 @@ extension AsyncOperation {
         case let .finishClosingCycle(dependencyName):
             finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
         case let .proceedWithoutConditions(queue, ticket):
-            if let queue {
-                if queue.requestTurn(for: self, ticket: ticket).passage == .parked {
-                    logWaiting()
-                    return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
-                }
-                guard takeTurn(on: queue) else { return }
+            guard let queue else {
+                perform(lifecycle.proceedWithoutCategories())
+                return
             }
-            acquire([])
+            if queue.requestTurn(for: self, ticket: ticket).passage == .parked {
+                logWaiting()
+                return // its turn comes later (a serial or suspended queue): continueTowardsExecution()
+            }
+            switch lifecycle.turnTakenToProceed() {
+            case let .proceed(then):
+                perform(then)
+            case let .giveBack(ticket):
+                queue.turnUnused(ticket: ticket)
+            }
         case let .evaluateConditions(conditions, queue, ticket):
             let categories = Self.categories(of: conditions)
             var turn: AsyncOperationQueue.Turn?

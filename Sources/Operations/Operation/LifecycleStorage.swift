@@ -84,6 +84,7 @@ struct LifecycleStorage {
     func yieldCategoriesUntilStarted() -> OperationLifecycle.Yield { locked.withLock { $0.yieldCategoriesUntilStarted() } }
     func resumeAfterSuspension() -> OperationLifecycle.ResumeAction { locked.withLock { $0.resumeAfterSuspension() } }
     func turnTaken() -> OperationLifecycle.TurnTaken { locked.withLock { $0.turnTaken() } }
+    func turnTakenToProceed() -> OperationLifecycle.TurnToProceed { locked.withLock { $0.turnTakenToProceed() } }
 
     // MARK: - Running and finishing
 

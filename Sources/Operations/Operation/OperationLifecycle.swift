@@ -921,6 +921,21 @@ struct OperationLifecycle {
         turnGivenAfterFinish.map(TurnTaken.giveBack) ?? .goOn
     }
 
+    /// What an operation without conditions does with the turn its queue just gave it.
+    enum TurnToProceed {
+        /// Perform `then`: nothing stands between it and execution any more.
+        case proceed(then: GrantAction)
+        /// As `TurnTaken.giveBack`: it finished before it asked; the turn goes to the next one.
+        case giveBack(ticket: UInt64)
+    }
+
+    /// Its queue gave it the turn it asked for, and it has no conditions (so no categories):
+    /// taking the turn and clearing it to run are one step.
+    mutating func turnTakenToProceed() -> TurnToProceed {
+        if let ticket = turnGivenAfterFinish { return .giveBack(ticket: ticket) }
+        return .proceed(then: proceedWithoutCategories())
+    }
+
     /// The ticket of a finished operation that its queue may have let through after hearing of
     /// the finish: it never went to Foundation, so any turn it was given is unused.
     private var turnGivenAfterFinish: UInt64? {

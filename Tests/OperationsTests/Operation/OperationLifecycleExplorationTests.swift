@@ -189,6 +189,8 @@ private enum Step: Hashable {
     case evaluate
     /// The conditions were handed out (`evaluate(for:)` called on each).
     case conditionsHandedOut
+    /// No conditions: its queue gave it its turn, which it takes and is cleared to run in one step.
+    case turnToProceed
     // Categories (`acquire(_:suspensionJustChecked:)` and the suspension paths).
     case acquire(hasCategories: Bool, suspensionJustChecked: Bool)
     case acquireLeaveLine
@@ -597,6 +599,7 @@ private struct Explorer {
                     return []
                 }
                 if case .evaluate = action { return [.evaluate] }
+                if onQueue { return [.turnToProceed] }
                 return [.acquire(hasCategories: false, suspensionJustChecked: false)]
             }
 
@@ -611,6 +614,14 @@ private struct Explorer {
                 return [.conditionsHandedOut]
             case let .settled(action):
                 return handle(action, in: &world, suspensionJustChecked: true) ?? []
+            }
+
+        case .turnToProceed:
+            switch world.life.turnTakenToProceed() {
+            case let .proceed(then):
+                return [grant(then, in: &world)]
+            case .giveBack:
+                return [] // it finished first: the turn goes to the next one
             }
 
         case .conditionsHandedOut:
