@@ -17,6 +17,7 @@ enum Workloads {
         "w3-ours": { group(10_000) },
         "w4-chain": { asyncChain(10_000) },
         "w4-plain": { asyncBlocks(10_000) },
+        "w4-chain-1m": { asyncChain(1_000_000) },
         "w5-plain": { asyncBlocks(20_000) },
         "w5-ours": { observedOperations(20_000) },
         "w6-ours": { conditionedOperations(20_000) },
