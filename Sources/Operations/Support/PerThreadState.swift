@@ -23,7 +23,7 @@ final class PerThreadState {
     @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
     /// The one-category sets `SingleCategorySets` built last on this thread, by name (strings
     /// only: releasing them runs no user code).
-    @exclusivity(unchecked) var singleCategorySets: [(name: String, set: Set<String>)] = []
+    @exclusivity(unchecked) var singleCategorySets: [SingleCategorySets.Entry] = []
     var graveyard: [AnyObject] = []
     /// The `AsyncOperationQueue` handing operations to Foundation's implementation on this thread
     /// right now, so that its overrides pass them straight through if Foundation calls back into

@@ -3,23 +3,61 @@
 ///
 /// Building a `Set` costs about a thousand instructions (an aligned allocation, a hash), more
 /// than the rest of adding the condition. An app names a handful of categories over and over, so
-/// each thread remembers the sets of the last few names it was asked for. Looking one up
-/// compares names, usually the same string storage, which is one comparison.
+/// each thread remembers the sets of a few names; when it has eight, the first it met goes.
+///
+/// A name matches byte for byte: `String`'s `==` would also take a canonically equivalent
+/// spelling ("é" composed or not), and the condition must report the spelling it was given (a
+/// `FileCategoryLock` names its files after it). Names often differ in one character only
+/// ("db.0", "db.1"), so each remembered name keeps a fingerprint of its bytes, and only a name
+/// with the same fingerprint is compared in full.
 package enum SingleCategorySets {
     /// How many names each thread remembers.
     static let memoSize = 8
 
+    /// A remembered name, its fingerprint and its set.
+    struct Entry {
+        let fingerprint: UInt64
+        let name: String
+        let set: Set<String>
+    }
+
     /// `[name]`, shared with earlier calls for the same name on this thread when remembered.
     package static func set(of name: String) -> Set<String> {
-        let memo = PerThreadState.current
-        for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].name == name {
-            return memo.singleCategorySets[index].set
+        var name = name // `withUTF8` may make it contiguous first
+        return name.withUTF8 { bytes in
+            let fingerprint = Self.fingerprint(of: bytes)
+            let memo = PerThreadState.current
+            for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].fingerprint == fingerprint {
+                var remembered = memo.singleCategorySets[index].name
+                if remembered.withUTF8({ Self.same($0, bytes) }) {
+                    return memo.singleCategorySets[index].set
+                }
+            }
+            let name = String(decoding: bytes, as: UTF8.self)
+            let set: Set<String> = [name]
+            if memo.singleCategorySets.count == memoSize {
+                memo.singleCategorySets.removeFirst() // the first met goes
+            }
+            memo.singleCategorySets.append(Entry(fingerprint: fingerprint, name: name, set: set))
+            return set
         }
-        let set: Set<String> = [name]
-        if memo.singleCategorySets.count == memoSize {
-            memo.singleCategorySets.removeFirst() // the oldest goes
+    }
+
+    /// Byte for byte (`elementsEqual` goes through iterators: several times slower).
+    private static func same(_ some: UnsafeBufferPointer<UInt8>, _ other: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard some.count == other.count else { return false }
+        for index in some.indices where some[index] != other[index] {
+            return false
         }
-        memo.singleCategorySets.append((name, set))
-        return set
+        return true
+    }
+
+    /// FNV-1a over the bytes, with their count: a few instructions per byte, no `Hasher`.
+    private static func fingerprint(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(bytes.count)
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        return hash
     }
 }

@@ -57,6 +57,22 @@ import Testing
         #expect(line.elements == [2, 3, 4])
     }
 
+    @Test func askingTwice_afterOthersDeparted_findsThePlaceAmongTheRemaining() {
+        var line = TicketLine<Int>()
+        for ticket: UInt64 in 1...5 {
+            line.insert(Int(ticket), place: place(ticket))
+        }
+        _ = line.removeFirst()
+        _ = line.removeFirst() // 1 and 2 left their slots behind, before the head
+
+        let third = line.insert(30, place: place(3)) // now first in line
+        let fourth = line.insert(40, place: place(4)) // found by the search
+        let firstAgain = line.insert(1, place: place(1)) // gone, so it comes back, at the front
+
+        #expect(!third && !fourth && firstAgain)
+        #expect(line.elements == [1, 3, 4, 5])
+    }
+
     @Test func aDepartedWaiter_isNotKeptAlive_byTheLine() {
         // Given a long line (long enough that popping does not compact it at once)
         var line = TicketLine<Waiter>()
