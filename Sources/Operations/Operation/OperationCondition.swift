@@ -65,5 +65,6 @@ extension OperationCondition {
 /// A condition of this package that is satisfied by construction: its `evaluate` answers
 /// `.satisfied` at once, and it exists for its mutually exclusive categories (or its dependency).
 /// The queue answers it without calling `evaluate`, saving the completion handler's allocations
-/// on the hot path of every exclusive operation.
+/// on the hot path of every exclusive operation. Only structs conform (`ConditionKinds` relies on
+/// it: it remembers the answer by the type a condition was boxed as).
 package protocol SatisfiedByConstruction: OperationCondition {}

@@ -621,6 +621,7 @@ private struct Explorer {
             case let .proceed(then):
                 return [grant(then, in: &world)]
             case .giveBack:
+                if world.life.phase != .finished { world.violate("gave its turn back without having finished") }
                 return [] // it finished first: the turn goes to the next one
             }
 
