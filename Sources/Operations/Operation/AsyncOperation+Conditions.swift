@@ -143,7 +143,7 @@ extension AsyncOperation {
 
     /// Calls `evaluate(for:completion:)` of the conditions `awaited` names, each with its own
     /// completion handler, and bounds the wait for those that do not answer at once.
-    private func handOut(_ conditions: [any OperationCondition], awaited: OperationLifecycle.AwaitedConditions) {
+    private func handOut(_ conditions: [any OperationCondition], awaited: ConditionIndexSet) {
         for index in conditions.indices where awaited.contains(index) {
             let answer = ConditionAnswer(operation: self, index: index)
             conditions[index].evaluate(for: self) { result in

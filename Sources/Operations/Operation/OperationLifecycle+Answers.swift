@@ -113,18 +113,7 @@ extension OperationLifecycle {
         case settled(ConditionAction)
         /// Call `evaluate(for:completion:)` of the conditions `awaited` names, then
         /// `conditionsHandedOut()`.
-        case handOut(awaited: AwaitedConditions)
-    }
-
-    /// The conditions an evaluation waits for, by index, as `beginEvaluating` handed them out.
-    struct AwaitedConditions {
-        let first: UInt64
-        let later: [Bool]
-
-        /// Whether the condition at `index` is to be evaluated.
-        func contains(_ index: Int) -> Bool {
-            OperationLifecycle.condition(index, isIn: first, later: later)
-        }
+        case handOut(awaited: ConditionIndexSet)
     }
 
     /// The conditions were handed out (which counted as a notification in flight).

@@ -118,8 +118,8 @@ struct OperationLifecycle {
     private(set) var categoryLockGate: CategoryLockGate?
     /// What a condition evaluation collects beyond plain data: the failures so far...
     private(set) var conditionFailures: [any Error] = []
-    /// ...and which conditions past the 64th are still awaited.
-    private var laterAwaited: [Bool] = []
+    /// ...and which conditions are still awaited.
+    private var awaited = ConditionIndexSet()
 
     // Data of every phase:
 
@@ -131,10 +131,8 @@ struct OperationLifecycle {
     private(set) var output: (any Sendable)?
 
     private(set) var conditions: [any OperationCondition] = []
-    /// Which conditions are satisfied by construction, decided once as each is added: one bit
-    /// each for the first 64, a flag each beyond.
-    private var satisfiedByConstruction: UInt64 = 0
-    private var laterSatisfiedByConstruction: [Bool] = []
+    /// Which conditions are satisfied by construction, decided once as each is added.
+    private var satisfiedByConstruction = ConditionIndexSet()
     private(set) var observers: [any OperationObserver] = []
 
     /// Dependencies as the user gave them (what `dependencies` returns).
@@ -295,11 +293,10 @@ struct OperationLifecycle {
         state = .finishing(finishing)
     }
 
-    /// Book-keeping for one round of condition evaluation, as plain data: whose answers are
-    /// still awaited, a bit per condition for the first 64 (flags for any beyond are kept beside
-    /// the state, in `laterAwaited`).
+    /// Book-keeping for one round of condition evaluation, as plain data: how many conditions
+    /// it covers and how many still owe an answer (which ones is kept beside the state, in
+    /// `awaited`).
     struct ConditionEvaluation {
-        fileprivate var firstAwaited: UInt64 = 0
         fileprivate(set) var conditionCount = 0
         fileprivate(set) var pendingCount = 0
 
@@ -309,30 +306,18 @@ struct OperationLifecycle {
         init(awaiting count: Int) {
             conditionCount = count
             pendingCount = count
-            firstAwaited = count >= 64 ? .max : (1 << UInt64(count)) - 1
         }
     }
 
     /// Whether `evaluation` awaits the answer of the condition at `index`.
     private func isAwaiting(_ index: Int, in evaluation: ConditionEvaluation) -> Bool {
-        guard index >= 0, index < evaluation.conditionCount else { return false }
-        return Self.condition(index, isIn: evaluation.firstAwaited, later: laterAwaited)
-    }
-
-    /// Whether the condition at `index` is in a set of conditions kept as one bit each for the
-    /// first 64 and one flag each beyond.
-    static func condition(_ index: Int, isIn first: UInt64, later: [Bool]) -> Bool {
-        index < 64 ? first & (1 << UInt64(index)) != 0 : later[index - 64]
+        index < evaluation.conditionCount && awaited.contains(index)
     }
 
     /// Takes the answer of the condition at `index`; `false` if it was not awaited.
     private mutating func markAnswered(_ index: Int, in evaluation: inout ConditionEvaluation) -> Bool {
         guard isAwaiting(index, in: evaluation) else { return false }
-        if index < 64 {
-            evaluation.firstAwaited &= ~(1 << UInt64(index))
-        } else {
-            laterAwaited[index - 64] = false
-        }
+        awaited.set(index, to: false)
         evaluation.pendingCount -= 1
         return true
     }
@@ -451,7 +436,7 @@ struct OperationLifecycle {
             state = .waitingForCategories(placement, Standing())
             return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
         }
-        laterAwaited = conditions.count > 64 ? Array(repeating: true, count: conditions.count - 64) : []
+        awaited = ConditionIndexSet(below: conditions.count)
         state = .evaluatingConditions(placement, Standing(), ConditionEvaluation(awaiting: conditions.count), dispatched: false)
         return .evaluateConditions(conditions, queue: queue, ticket: placement.ticket)
     }
@@ -556,11 +541,7 @@ struct OperationLifecycle {
         if conditions.isEmpty {
             conditions.reserveCapacity(4) // a few is the rule: one allocation, not one per condition
         }
-        if conditions.count >= 64 {
-            laterSatisfiedByConstruction.append(isSatisfied)
-        } else if isSatisfied {
-            satisfiedByConstruction |= 1 << UInt64(conditions.count)
-        }
+        satisfiedByConstruction.set(conditions.count, to: isSatisfied)
         conditions.append(condition)
         return phase == .pending ? .addedWhileWaiting : .added
     }
@@ -634,9 +615,9 @@ struct OperationLifecycle {
             categoryLockGate = gate
         }
         let action = answerConditionsSatisfiedByConstruction()
-        guard case .none = action, let evaluation = conditionEvaluation else { return .settled(action) }
+        guard case .none = action, conditionEvaluation != nil else { return .settled(action) }
         notificationsInFlight += 1
-        return .handOut(awaited: AwaitedConditions(first: evaluation.firstAwaited, later: laterAwaited))
+        return .handOut(awaited: awaited)
     }
 
     // MARK: - Conditions
@@ -676,14 +657,8 @@ struct OperationLifecycle {
         guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
             return .none
         }
-        var bits = satisfiedByConstruction
-        while bits != 0 {
-            _ = markAnswered(bits.trailingZeroBitCount, in: &evaluation)
-            bits &= bits - 1
-        }
-        for (offset, isSatisfied) in laterSatisfiedByConstruction.enumerated() where isSatisfied {
-            _ = markAnswered(64 + offset, in: &evaluation)
-        }
+        let satisfied = satisfiedByConstruction // a copy: answering changes `self`
+        satisfied.forEach { _ = markAnswered($0, in: &evaluation) }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
         return conditionsSettledAction()
     }
@@ -1201,7 +1176,7 @@ struct OperationLifecycle {
         )
         state = .finished(placement)
         conditionFailures = []
-        laterAwaited = []
+        awaited = ConditionIndexSet()
         queue = nil
         foreignQueue = nil
         dependencies = []
@@ -1209,8 +1184,7 @@ struct OperationLifecycle {
         dependencyWatchers = [:]
         dependents = []
         conditions = []
-        satisfiedByConstruction = 0
-        laterSatisfiedByConstruction = []
+        satisfiedByConstruction = ConditionIndexSet()
         observers = []
         categoryLockGate = nil
         return remains

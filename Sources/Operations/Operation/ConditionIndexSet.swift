@@ -1,0 +1,51 @@
+/// A set of an operation's conditions, by index: which are satisfied by construction, which are
+/// still awaited in an evaluation.
+///
+/// One bit each for the first 64 conditions and a flag each beyond. An operation rarely has more
+/// than a few conditions, so the flags stay empty and nothing is allocated.
+struct ConditionIndexSet {
+    private var first: UInt64 = 0
+    private var later: [Bool] = []
+
+    /// No condition.
+    init() {}
+
+    /// Every condition below `count`.
+    init(below count: Int) {
+        first = count >= 64 ? .max : (1 << UInt64(count)) - 1
+        later = count > 64 ? Array(repeating: true, count: count - 64) : []
+    }
+
+    /// Whether the condition at `index` is in the set.
+    func contains(_ index: Int) -> Bool {
+        guard index >= 0 else { return false }
+        guard index >= 64 else { return first & (1 << UInt64(index)) != 0 }
+        return index - 64 < later.count && later[index - 64]
+    }
+
+    /// Puts the condition at `index` in the set, or takes it out.
+    mutating func set(_ index: Int, to isMember: Bool) {
+        precondition(index >= 0, "a condition's index is never negative")
+        guard index >= 64 else {
+            if isMember { first |= 1 << UInt64(index) } else { first &= ~(1 << UInt64(index)) }
+            return
+        }
+        if index - 64 >= later.count {
+            guard isMember else { return }
+            later.append(contentsOf: repeatElement(false, count: index - 64 - later.count + 1))
+        }
+        later[index - 64] = isMember
+    }
+
+    /// Calls `body` with each index in the set, in order.
+    func forEach(_ body: (Int) -> Void) {
+        var bits = first
+        while bits != 0 {
+            body(bits.trailingZeroBitCount)
+            bits &= bits - 1
+        }
+        for (offset, isMember) in later.enumerated() where isMember {
+            body(64 + offset)
+        }
+    }
+}
