@@ -10,7 +10,7 @@ import Operations
 /// ```swift
 /// sync.addCondition(BlockCondition { settings.syncEnabled })
 /// ```
-public struct BlockCondition: OperationCondition {
+public struct BlockCondition: OperationCondition, AnswersAtOnce {
     private let check: @Sendable () throws -> Bool
 
     /// Creates a condition satisfied when `check` returns `true`.
@@ -20,10 +20,15 @@ public struct BlockCondition: OperationCondition {
 
     /// Runs the closure.
     public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        completion(answer(for: operation))
+    }
+
+    /// Runs the closure; what the queue calls instead of `evaluate(for:completion:)`.
+    package func answer(for operation: AsyncOperation) -> ConditionResult {
         do {
-            completion(try check() ? .satisfied : .failed(ConditionError.blockConditionFailed))
+            return try check() ? .satisfied : .failed(ConditionError.blockConditionFailed)
         } catch {
-            completion(.failed(error))
+            return .failed(error)
         }
     }
 }

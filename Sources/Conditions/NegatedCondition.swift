@@ -26,12 +26,24 @@ public struct NegatedCondition<Inner: OperationCondition>: OperationCondition {
     public func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
         let innerName = inner.name
         inner.evaluate(for: operation) { result in
-            switch result {
-            case .satisfied:
-                completion(.failed(ConditionError.negatedConditionSatisfied(innerName)))
-            case .failed:
-                completion(.satisfied)
-            }
+            completion(Self.inverting(result, of: innerName))
         }
+    }
+
+    private static func inverting(_ result: ConditionResult, of innerName: String) -> ConditionResult {
+        switch result {
+        case .satisfied:
+            return .failed(ConditionError.negatedConditionSatisfied(innerName))
+        case .failed:
+            return .satisfied
+        }
+    }
+}
+
+extension NegatedCondition: AnswersAtOnce where Inner: AnswersAtOnce {
+    /// Asks `inner` and inverts its answer; what the queue calls instead of
+    /// `evaluate(for:completion:)`.
+    package func answer(for operation: AsyncOperation) -> ConditionResult {
+        Self.inverting(inner.answer(for: operation), of: inner.name)
     }
 }

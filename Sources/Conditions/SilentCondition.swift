@@ -28,3 +28,10 @@ public struct SilentCondition<Inner: OperationCondition>: OperationCondition {
         inner.evaluate(for: operation, completion: completion)
     }
 }
+
+extension SilentCondition: AnswersAtOnce where Inner: AnswersAtOnce {
+    /// Asks `inner`; what the queue calls instead of `evaluate(for:completion:)`.
+    package func answer(for operation: AsyncOperation) -> ConditionResult {
+        inner.answer(for: operation)
+    }
+}

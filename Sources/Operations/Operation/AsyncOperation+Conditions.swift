@@ -142,9 +142,22 @@ extension AsyncOperation {
     }
 
     /// Calls `evaluate(for:completion:)` of the conditions `awaited` names, each with its own
-    /// completion handler, and bounds the wait for those that do not answer at once.
+    /// completion handler, and bounds the wait for those that do not answer at once. Conditions
+    /// that answer at once (`AnswersAtOnce`) are asked instead, and their answers taken in one
+    /// step with the end of the handing out.
     private func handOut(_ conditions: [any OperationCondition], awaited: ConditionIndexSet) {
+        var answeredAtOnce = AnsweredConditions()
         for index in conditions.indices where awaited.contains(index) {
+            if case let .answersAtOnce(kind) = ConditionKinds.kind(of: conditions[index]),
+               let result = kind.answer(of: conditions[index], for: self) {
+                answeredAtOnce.add(result, of: index)
+                continue
+            }
+            if !answeredAtOnce.isEmpty {
+                // Taken before the next condition may answer: failures keep the conditions' order.
+                handle(lifecycle.conditionsAnswered(answeredAtOnce), timedOut: false)
+                answeredAtOnce = AnsweredConditions()
+            }
             let answer = ConditionAnswer(operation: self, index: index)
             conditions[index].evaluate(for: self) { result in
                 answer.deliver(result)
@@ -152,7 +165,8 @@ extension AsyncOperation {
         }
         // Handing the conditions out counted as a notification in flight: a finish that came
         // meanwhile (a cancel) waited for it, so no condition is evaluated after the finish.
-        let handedOut = lifecycle.conditionsHandedOut()
+        let handedOut = lifecycle.conditionsHandedOut(answeredAtOnce: answeredAtOnce)
+        handle(handedOut.settled, timedOut: false)
         perform(handedOut.then)
         guard handedOut.unanswered > 0 else { return }
         logWaiting()

@@ -1,5 +1,5 @@
-/// A set of an operation's conditions, by index: which are satisfied by construction, which are
-/// still awaited in an evaluation.
+/// A set of an operation's conditions, by index: which are satisfied by construction, which answered
+/// together, which are still awaited in an evaluation.
 ///
 /// One bit each for the first 64 conditions and a flag each beyond. An operation rarely has more
 /// than a few conditions, so the flags stay empty and nothing is allocated.

@@ -71,7 +71,8 @@ struct LifecycleStorage {
     func finishEnqueuing() -> OperationLifecycle.AdvanceAction { locked.withLock { $0.finishEnqueuing() } }
     func dependencyFinished(_ id: ObjectIdentifier) -> OperationLifecycle.DependencyAction { locked.withLock { $0.dependencyFinished(id) } }
     func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.EvaluationStart { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }
-    func conditionsHandedOut() -> OperationLifecycle.HandedOut { locked.withLock { $0.conditionsHandedOut() } }
+    func conditionsHandedOut(answeredAtOnce: AnsweredConditions) -> OperationLifecycle.HandedOut { locked.withLock { $0.conditionsHandedOut(answeredAtOnce: answeredAtOnce) } }
+    func conditionsAnswered(_ answers: AnsweredConditions) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionsAnswered(answers) } }
     func conditionAnswered(index: Int, result: ConditionResult) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionAnswered(index: index, result: result) } }
     func conditionNeverAnswered(index: Int, error: any Error) -> OperationLifecycle.DroppedAnswer { locked.withLock { $0.conditionNeverAnswered(index: index, error: error) } }
     func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionsTimedOut(failures) } }

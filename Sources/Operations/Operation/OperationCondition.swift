@@ -68,3 +68,25 @@ extension OperationCondition {
 /// on the hot path of every exclusive operation. Only structs conform (`ConditionKinds` relies on
 /// it: it remembers the answer by the type a condition was boxed as).
 package protocol SatisfiedByConstruction: OperationCondition {}
+
+/// A condition of this package that always answers at once, on the calling thread: the queue asks
+/// `answer(for:)` instead of `evaluate(for:completion:)`, and so needs no completion handler, no
+/// watch for a handler dropped unanswered, and no lock per answer. Its `evaluate(for:completion:)`
+/// must call `completion` with what `answer(for:)` returns.
+package protocol AnswersAtOnce: OperationCondition {
+    /// Decides whether `operation` may execute, as `evaluate(for:completion:)` would.
+    func answer(for operation: AsyncOperation) -> ConditionResult
+}
+
+extension AnswersAtOnce {
+    /// The answer of `condition`, if its type is this one (as `ConditionKinds` reports it);
+    /// `nil` otherwise.
+    ///
+    /// Both types are opened from their existentials, compared, and the condition is taken as
+    /// this type: a cast (`condition as? Self`) would instantiate metadata and cost
+    /// about a thousand instructions, more than the rest of answering.
+    static func answer<Condition: OperationCondition>(of condition: Condition, for operation: AsyncOperation) -> ConditionResult? {
+        guard Condition.self == Self.self else { return nil }
+        return unsafeBitCast(condition, to: Self.self).answer(for: operation) // the same type, checked above
+    }
+}

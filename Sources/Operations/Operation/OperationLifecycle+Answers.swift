@@ -111,13 +111,15 @@ extension OperationLifecycle {
         /// Nothing is left to evaluate (every condition is satisfied by construction, say):
         /// perform this instead.
         case settled(ConditionAction)
-        /// Call `evaluate(for:completion:)` of the conditions `awaited` names, then
-        /// `conditionsHandedOut()`.
+        /// Call `evaluate(for:completion:)` of the conditions `awaited` names (or ask those that
+        /// answer at once), then `conditionsHandedOut(answeredAtOnce:)`.
         case handOut(awaited: ConditionIndexSet)
     }
 
     /// The conditions were handed out (which counted as a notification in flight).
     struct HandedOut {
+        /// What the answers given at once settled, if anything: handle it first.
+        let settled: ConditionAction
         /// Conditions that have not answered yet.
         let unanswered: Int
         /// Its queue, whose timeout bounds the wait for them.
@@ -126,8 +128,11 @@ extension OperationLifecycle {
         let then: FinishAction
     }
 
-    mutating func conditionsHandedOut() -> HandedOut {
-        HandedOut(unanswered: unansweredConditionCount, queue: queue, then: notificationDelivered())
+    /// Every awaited condition was handed out; `answeredAtOnce` are the answers of those that
+    /// answered on the spot (`AnswersAtOnce`), taken in the same step.
+    mutating func conditionsHandedOut(answeredAtOnce: AnsweredConditions = AnsweredConditions()) -> HandedOut {
+        let settled = answeredAtOnce.isEmpty ? .none : conditionsAnswered(answeredAtOnce)
+        return HandedOut(settled: settled, unanswered: unansweredConditionCount, queue: queue, then: notificationDelivered())
     }
 
     /// Leaving its categories' lines to park on its queue until it may ask again.

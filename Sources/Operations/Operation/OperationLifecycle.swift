@@ -701,15 +701,26 @@ struct OperationLifecycle {
     /// Fails the conditions that did not answer in time, each with its error; nothing if none
     /// of them was still awaited (they answered meanwhile).
     mutating func conditionsTimedOut(_ failures: [(index: Int, error: any Error)]) -> ConditionAction {
+        conditionsAnswered(AnsweredConditions(failing: failures))
+    }
+
+    /// Takes the answers of several conditions at once, those still awaited; nothing if none of
+    /// them was.
+    mutating func conditionsAnswered(_ answers: AnsweredConditions) -> ConditionAction {
         guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state else {
             return .none
         }
-        var failedAny = false
-        for (index, error) in failures where markAnswered(index, in: &evaluation) {
-            conditionFailures.append(error)
-            failedAny = true
+        var taken = ConditionIndexSet()
+        var tookAny = false
+        answers.indices.forEach { index in
+            guard markAnswered(index, in: &evaluation) else { return }
+            taken.set(index, to: true)
+            tookAny = true
         }
-        guard failedAny else { return .none }
+        guard tookAny else { return .none }
+        for failure in answers.failures where taken.contains(failure.index) {
+            conditionFailures.append(failure.error)
+        }
         state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
         return conditionsSettledAction()
     }

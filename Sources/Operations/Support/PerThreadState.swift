@@ -20,7 +20,7 @@ final class PerThreadState {
     var pending: [() -> Void] = []
     @exclusivity(unchecked) var isReleasing = false
     /// The condition types `ConditionKinds` was last asked about on this thread, and its answers.
-    @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, isSatisfiedByConstruction: Bool)] = []
+    @exclusivity(unchecked) var conditionKinds: [(type: ObjectIdentifier, kind: ConditionKinds.Kind)] = []
     /// The one-category sets `SingleCategorySets` built last on this thread, by name (strings
     /// only: releasing them runs no user code).
     @exclusivity(unchecked) var singleCategorySets: [SingleCategorySets.Entry] = []

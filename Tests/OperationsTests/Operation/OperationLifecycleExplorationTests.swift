@@ -27,7 +27,11 @@ import TestSupport
 // MARK: - Scopes
 
 struct LifecycleScope: Sendable, CustomTestStringConvertible {
-    enum ConditionKind: Sendable { case answered, byConstruction }
+    enum ConditionKind: Sendable, Equatable {
+        case answered, byConstruction
+        /// Answers on the spot, as `AnswersAtOnce` conditions do: taken when handing out ends.
+        case atOnce(satisfied: Bool)
+    }
 
     var name: String
     /// Added to an `AsyncOperationQueue`; otherwise started by hand (on no queue).
@@ -73,6 +77,10 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
                        minimumStates: 5_000, minimumTerminals: 30),
         LifecycleScope(name: "started by hand with a dependency", onQueue: false, dependency: true,
                        cancels: 2, finishes: 2, handStarts: 2, minimumStates: 10_000, minimumTerminals: 100),
+        LifecycleScope(name: "an answered and an at-once condition, exclusive", conditions: [.answered, .atOnce(satisfied: true)],
+                       categories: ["A"], suspensions: 1, minimumStates: 15_000, minimumTerminals: 60),
+        LifecycleScope(name: "an at-once condition fails, with a dependency", conditions: [.atOnce(satisfied: false)],
+                       dependency: true, finishes: 2, suspensions: 1, minimumStates: 15_000, minimumTerminals: 35),
         LifecycleScope(name: "holds its finish (a group)", conditions: [.answered], dependency: true,
                        holdsFinish: true, finishes: 2, suspensions: 1, minimumStates: 20_000, minimumTerminals: 50),
         LifecycleScope(name: "started by hand while on a queue (a misuse)", handStarts: 1, suspensions: 1,
@@ -84,6 +92,12 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
 
 /// Answered by the world, whenever it likes.
 private struct AnsweredCondition: OperationCondition {
+    let mutuallyExclusiveCategories: Set<String>
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {}
+}
+
+/// Answers on the spot: the world takes its answer when the handing out ends.
+private struct AtOnceCondition: OperationCondition {
     let mutuallyExclusiveCategories: Set<String>
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {}
 }
@@ -377,6 +391,7 @@ private struct Explorer {
             switch kind {
             case .answered: _ = world.life.addCondition(AnsweredCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: false)
             case .byConstruction: _ = world.life.addCondition(ConstructedCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: true)
+            case .atOnce: _ = world.life.addCondition(AtOnceCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: false)
             }
         }
         if scope.dependency { _ = world.life.addDependency(dependency) }
@@ -608,9 +623,10 @@ private struct Explorer {
             case .alreadyHandedOut:
                 return []
             case let .handOut(awaited):
-                world.answersOwed = scope.conditions.indices.filter { awaited.contains($0) }
-                #expect(world.answersOwed == scope.conditions.indices.filter { scope.conditions[$0] == .answered },
+                let handedOut = scope.conditions.indices.filter { awaited.contains($0) }
+                #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },
                         "only the conditions that are not satisfied by construction are handed out")
+                world.answersOwed = handedOut.filter { scope.conditions[$0] == .answered }
                 return [.conditionsHandedOut]
             case let .settled(action):
                 return handle(action, in: &world, suspensionJustChecked: true) ?? []
@@ -626,8 +642,16 @@ private struct Explorer {
             }
 
         case .conditionsHandedOut:
-            // Every condition's evaluate(for:) was called; a finish meanwhile waited for this.
-            return [.perform(Finish(world.life.notificationDelivered()))]
+            // Every condition's evaluate(for:) was called, and those that answer at once answered;
+            // a finish meanwhile waited for this.
+            var atOnce = AnsweredConditions()
+            for (index, kind) in scope.conditions.enumerated() {
+                guard case let .atOnce(satisfied) = kind else { continue }
+                atOnce.add(satisfied ? .satisfied : .failed(StubError("condition\(index)")), of: index)
+                if satisfied { world.satisfiedConditions.insert(index) }
+            }
+            let handedOut = world.life.conditionsHandedOut(answeredAtOnce: atOnce)
+            return (handle(handedOut.settled, in: &world, suspensionJustChecked: false) ?? []) + [.perform(Finish(handedOut.then))]
 
         case let .acquire(hasCategories, suspensionJustChecked):
             guard hasCategories else { return [grant(world.life.proceedWithoutCategories(), in: &world)] }
@@ -866,7 +890,7 @@ private struct Explorer {
         if world.cancelCalled { world.violate("\(caller) decided to execute although it was cancelled before") }
         if world.executed > 0 || world.didStart > 0 { world.violate("\(caller) decided to execute a second time") }
         if scope.dependency && !world.dependencyFinished { world.violate("\(caller) decided to execute before its dependency finished") }
-        let answered = scope.conditions.indices.filter { scope.conditions[$0] == .answered }
+        let answered = scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction }
         if !answered.allSatisfy(world.satisfiedConditions.contains) {
             world.violate("\(caller) decided to execute before its conditions were satisfied")
         }

@@ -98,6 +98,56 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
     }
 
+    /// Answers given at once are taken with the end of the handing out, in one step: only those
+    /// still awaited, failures in the order given, beyond the 64th too.
+    @Test(arguments: [3, 66])
+    func conditionsHandedOut_takesTheAnswersGivenAtOnce(count: Int) {
+        var state = OperationLifecycle()
+        for _ in 0..<count {
+            _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        }
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        _ = state.beginEvaluating(categories: ["a"])
+        let first = count - 1, second = 0
+        _ = state.conditionAnswered(index: 1, result: .satisfied) // answered before: not taken again
+
+        var atOnce = AnsweredConditions()
+        atOnce.add(.failed(StubError("first")), of: first)
+        atOnce.add(.failed(StubError("answered before")), of: 1)
+        atOnce.add(.failed(StubError("second")), of: second)
+        let handedOut = state.conditionsHandedOut(answeredAtOnce: atOnce)
+
+        let leftOut = count - 3
+        #expect(handedOut.unanswered == leftOut)
+        #expect(state.conditionFailures.asStubErrors == (leftOut > 0 ? [StubError("first"), StubError("second")] : []))
+        guard leftOut == 0 else {
+            guard case .none = handedOut.settled else { Issue.record("settled with answers left to come"); return }
+            return
+        }
+        guard case let .failed(errors) = handedOut.settled else {
+            Issue.record("expected the evaluation to fail in the same step")
+            return
+        }
+        #expect(errors.asStubErrors == [StubError("first"), StubError("second")])
+    }
+
+    @Test func conditionsAnswered_afterACancel_takesNothing() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing()
+        _ = state.beginEvaluating(categories: [])
+        _ = state.cancel(error: nil)
+        var atOnce = AnsweredConditions()
+        atOnce.add(.satisfied, of: 0)
+        guard case .none = state.conditionsAnswered(atOnce) else {
+            Issue.record("a cancelled operation takes no answer")
+            return
+        }
+        #expect(state.conditionFailures.isEmpty)
+    }
+
     @Test func enqueue_withNothingToWaitFor_handsOffAtOnce() {
         var state = OperationLifecycle()
         guard case .handOffNow = state.enqueue(on: queue, ticket: 1) else {
