@@ -28,14 +28,25 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// What the queue is told, not what it decides.
     struct Settings {
-        weak var delegate: (any AsyncOperationQueueDelegate)?
+        weak var delegate: (any AsyncOperationQueueDelegate)? {
+            didSet { delegateWasSet = true }
+        }
         var conditionEvaluationTimeout = AsyncOperationQueue.defaultConditionEvaluationTimeout
         /// The group whose children this queue runs, if it is a `GroupOperation`'s queue.
-        weak var group: GroupOperation?
+        weak var group: GroupOperation? {
+            didSet { groupWasSet = true }
+        }
         /// A group's queue: where its children stand in categories' lines (the ticket of the
         /// outermost group), known once the group executes; 0 until then, and on other queues.
         var lineRoot: UInt64 = 0
-        var logger: (any OperationLogger)?
+        var logger: (any OperationLogger)? {
+            didSet { isLogging = logger != nil }
+        }
+        // What each add reads first: most queues have no delegate, group or logger, and reading
+        // a weak reference or copying an optional existential costs far more than a flag.
+        private(set) var delegateWasSet = false
+        private(set) var groupWasSet = false
+        private(set) var isLogging = false
     }
 
     /// Everything the queue's lock protects: the scheduling rules and the settings.
@@ -303,12 +314,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             switch state.scheduler.beginAdmission(counting: asyncCount) {
             case let .admit(generation, barrier):
                 let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
+                let settings = state.settings
                 return AddContext(
-                    delegate: state.settings.delegate,
+                    delegate: settings.delegateWasSet ? settings.delegate : nil,
                     barrier: barrier,
-                    group: state.settings.group,
-                    logger: state.settings.logger,
-                    isLogging: state.settings.logger != nil,
+                    group: settings.groupWasSet ? settings.group : nil,
+                    logger: settings.isLogging ? settings.logger : nil,
+                    isLogging: settings.isLogging,
                     mayWaitInLine: mayWaitInLine,
                     countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
                     generation: generation,
