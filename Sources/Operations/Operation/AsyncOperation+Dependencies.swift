@@ -40,7 +40,7 @@ extension AsyncOperation {
         }
     }
 
-    func notifyDependents(_ dependents: [WeakFinishWatcher]) {
+    func notifyDependents(_ dependents: SmallArray<WeakFinishWatcher>) {
         // The context form: nothing is allocated unless the call has to be queued.
         Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
             for index in dependents.indices {

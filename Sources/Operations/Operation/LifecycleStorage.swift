@@ -25,7 +25,7 @@ struct LifecycleStorage {
     var hasErrors: Bool { locked.withLock { !$0.errors.isEmpty } }
     var outcome: OperationLifecycle.Outcome { locked.withLock { $0.outcome } }
     var output: (any Sendable)? { locked.withLock { $0.output } }
-    var dependencies: [Operation] { locked.withLock { $0.dependencies } }
+    var dependencies: [Operation] { Array(locked.withLock { $0.dependencies }) }
     var logger: LoggingObserver? { locked.withLock { $0.logger } }
     var categoryLockGate: CategoryLockGate? { locked.withLock { $0.categoryLockGate } }
     var heldCategories: [String] { locked.withLock { $0.heldCategories } }
@@ -55,7 +55,7 @@ struct LifecycleStorage {
     func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
     func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
     /// For `deinit`: the dependencies, to be released one after another rather than recursively.
-    func takeDependencies() -> [AnyObject] { locked.withLock { $0.takeDependencies() } }
+    func takeDependencies() -> SmallArray<Operation> { locked.withLock { $0.takeDependencies() } }
 
     // MARK: - The block of an `AsyncBlockOperation`
 

@@ -136,13 +136,13 @@ struct OperationLifecycle {
     private(set) var observers: [any OperationObserver] = []
 
     /// Dependencies as the user gave them (what `dependencies` returns).
-    private(set) var dependencies: [Operation] = []
+    private(set) var dependencies = SmallArray<Operation>()
     /// Dependencies that have not finished yet.
-    private(set) var unfinishedDependencies: [ObjectIdentifier] = []
+    private(set) var unfinishedDependencies = SmallArray<ObjectIdentifier>()
     /// Watchers that report when a plain Foundation dependency finishes.
     private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
     /// Operations waiting for this one to finish.
-    private(set) var dependents: [WeakFinishWatcher] = []
+    private(set) var dependents = SmallArray<WeakFinishWatcher>()
     /// The dependency that closes a dependency cycle, if one was detected.
     private(set) var cycleDependencyName: String?
     /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
@@ -449,8 +449,7 @@ struct OperationLifecycle {
     }
 
     mutating func dependencyFinished(_ id: ObjectIdentifier) -> DependencyAction {
-        guard let index = unfinishedDependencies.firstIndex(of: id) else { return .none }
-        unfinishedDependencies.remove(at: index)
+        guard unfinishedDependencies.removeFirst(id) else { return .none }
         dependencyWatchers[id] = nil
         guard unfinishedDependencies.isEmpty else { return .none }
         if phase == .initialized { return .announceReady }
@@ -529,8 +528,8 @@ struct OperationLifecycle {
     }
 
     /// Takes the dependencies out, for an operation being deallocated to release iteratively.
-    mutating func takeDependencies() -> [AnyObject] {
-        defer { dependencies = [] }
+    mutating func takeDependencies() -> SmallArray<Operation> {
+        defer { dependencies.removeAll() }
         return dependencies
     }
 
@@ -1155,8 +1154,8 @@ struct OperationLifecycle {
         var categoriesToRelease: [String]
         var categoriesToWithdraw: [String]
         var linePlace: LinePlace
-        var dependents: [WeakFinishWatcher]
-        var released: [AnyObject]
+        var dependents: SmallArray<WeakFinishWatcher>
+        var released: SmallArray<Operation>
         /// Released by the caller after unlocking: their `deinit` is user code.
         var observers: [any OperationObserver]
         var conditions: [any OperationCondition]
@@ -1190,10 +1189,10 @@ struct OperationLifecycle {
         awaited = ConditionIndexSet()
         queue = nil
         foreignQueue = nil
-        dependencies = []
-        unfinishedDependencies = []
+        dependencies.removeAll()
+        unfinishedDependencies.removeAll()
         dependencyWatchers = [:]
-        dependents = []
+        dependents.removeAll()
         conditions = []
         satisfiedByConstruction = ConditionIndexSet()
         observers = []

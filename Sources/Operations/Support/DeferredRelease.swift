@@ -6,10 +6,12 @@
 enum DeferredRelease {
     /// Takes the objects out of `objects` (leaving it empty, so the caller holds no reference that
     /// would outlive the loop) and releases them without recursing.
-    static func release(_ objects: inout [AnyObject]) {
+    static func release<Object: AnyObject>(_ objects: inout SmallArray<Object>) {
         guard !objects.isEmpty else { return }
         let list = PerThreadState.current
-        list.graveyard.append(contentsOf: objects)
+        for object in objects {
+            list.graveyard.append(object)
+        }
         objects.removeAll()
         if list.isReleasing { return }
         list.isReleasing = true

@@ -1,0 +1,85 @@
+/// An array that holds its first element inline and allocates only from the second on.
+///
+/// For lists that nearly always hold at most one element, such as an operation's unfinished
+/// dependencies and its dependents in a chain: an `Array` allocates a buffer for the first
+/// element, which cost a chain two allocations per link.
+struct SmallArray<Element>: RandomAccessCollection {
+    fileprivate enum Storage {
+        case empty
+        case one(Element)
+        case many([Element])
+    }
+
+    private var storage = Storage.empty
+
+    init() {}
+
+    var startIndex: Int { 0 }
+
+    var endIndex: Int {
+        switch storage {
+        case .empty: return 0
+        case .one: return 1
+        case let .many(elements): return elements.count
+        }
+    }
+
+    subscript(position: Int) -> Element {
+        switch storage {
+        case let .one(element) where position == 0:
+            return element
+        case let .many(elements):
+            return elements[position]
+        default:
+            preconditionFailure("index \(position) out of range of a SmallArray of \(count)")
+        }
+    }
+
+    mutating func append(_ element: Element) {
+        switch storage {
+        case .empty:
+            storage = .one(element)
+        case let .one(first):
+            storage = .many([first, element])
+        case var .many(elements):
+            storage = .empty // let go of the buffer here, so that appending does not copy it
+            elements.append(element)
+            storage = .many(elements)
+        }
+    }
+
+    /// Removes every element that satisfies `shouldBeRemoved`, keeping the others in order.
+    mutating func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
+        switch storage {
+        case .empty:
+            break
+        case let .one(element):
+            if try shouldBeRemoved(element) { storage = .empty }
+        case var .many(elements):
+            storage = .empty
+            try elements.removeAll(where: shouldBeRemoved)
+            storage = elements.isEmpty ? .empty : .many(elements)
+        }
+    }
+
+    /// Removes every element.
+    mutating func removeAll() {
+        storage = .empty
+    }
+}
+
+extension SmallArray: Sendable where Element: Sendable {}
+extension SmallArray.Storage: Sendable where Element: Sendable {}
+
+extension SmallArray where Element: Equatable {
+    /// Removes the first element equal to `element`; whether there was one.
+    mutating func removeFirst(_ element: Element) -> Bool {
+        var found = false
+        removeAll { candidate in
+            guard !found, candidate == element else { return false }
+            found = true
+            return true
+        }
+        return found
+    }
+}

@@ -1,0 +1,74 @@
+@testable import Operations
+import Testing
+
+// An array that keeps its first element inline: it must behave as an array whatever it holds.
+
+@Suite struct SmallArrayTests {
+    private func make(_ elements: [Int]) -> SmallArray<Int> {
+        var array = SmallArray<Int>()
+        for element in elements {
+            array.append(element)
+        }
+        return array
+    }
+
+    @Test(arguments: [0, 1, 2, 3, 17])
+    func appending_keepsEveryElementInOrder(count: Int) {
+        let array = make(Array(0..<count))
+        #expect(Array(array) == Array(0..<count))
+        #expect(array.count == count && array.isEmpty == (count == 0))
+    }
+
+    @Test func removingAll_whereAPredicateHolds_keepsTheOthersInOrder() {
+        var many = make([1, 2, 3, 4, 5, 6])
+        many.removeAll { $0.isMultiple(of: 2) }
+        #expect(Array(many) == [1, 3, 5])
+        many.removeAll { _ in true }
+        #expect(many.isEmpty)
+
+        var one = make([7])
+        one.removeAll { $0 == 8 }
+        #expect(Array(one) == [7])
+        one.removeAll { $0 == 7 }
+        #expect(one.isEmpty)
+    }
+
+    @Test func removeFirst_takesOnlyTheFirstEqualElement() {
+        var array = make([4, 2, 4])
+        let removedFour = array.removeFirst(4)
+        #expect(removedFour && Array(array) == [2, 4])
+        let removedNine = array.removeFirst(9)
+        #expect(!removedNine && Array(array) == [2, 4])
+        let removedBoth = array.removeFirst(2) && array.removeFirst(4)
+        #expect(removedBoth && array.isEmpty)
+        array.append(5) // back to one inline element after a buffer
+        #expect(Array(array) == [5])
+    }
+
+    /// A copy is a value: appending to one leaves the other as it was.
+    @Test func copies_areIndependent() {
+        var original = make([1, 2])
+        let copy = original
+        original.append(3)
+        original.removeAll { $0 == 1 }
+        #expect(Array(copy) == [1, 2])
+        #expect(Array(original) == [2, 3])
+    }
+
+    @Test func theElements_areReleasedWithTheArray() {
+        final class Probe {}
+        weak var first: Probe?
+        weak var second: Probe?
+        do {
+            var array = SmallArray<Probe>()
+            let probes = (Probe(), Probe())
+            first = probes.0
+            second = probes.1
+            array.append(probes.0)
+            array.append(probes.1)
+            array.removeAll()
+            #expect(array.isEmpty)
+        }
+        #expect(first == nil && second == nil)
+    }
+}
