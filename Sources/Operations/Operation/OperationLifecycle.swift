@@ -30,12 +30,15 @@ struct OperationLifecycle {
     /// Where the operation was placed: its place in the order of adds, and whether a queue or
     /// its caller runs it. (The queue itself is kept beside the state: see `queue`.)
     struct Placement {
-        /// `start()` was called by a plain queue or by hand rather than after a hand-off.
-        var startedByCaller = false
+        // The words first, the flags after them: no padding between (the state carries this in
+        // most of its cases, and every operation carries the state).
+
         /// Global order in which operations were added to queues (FIFO within a category).
         var ticket: UInt64 = 0
         /// The ticket of the outermost group this operation is a child of; 0 for a top-level one.
         var lineRoot: UInt64 = 0
+        /// `start()` was called by a plain queue or by hand rather than after a hand-off.
+        var startedByCaller = false
         /// Given to Foundation's queue, which then owns its finishing.
         var wasHandedOff = false
 
@@ -102,7 +105,12 @@ struct OperationLifecycle {
     // The cases carry plain data only, so that reading the state copies no references. What
     // holds references lives beside it, each with the span of the life in which it is set:
 
+    // Swift lays out stored properties in the order they are declared, so the small ones sit in
+    // the padding after a field that does not fill its last word (the state, a `SmallArray`):
+    // every operation carries this struct, a chain of a million of them included.
+
     private(set) var state = State.initialized
+    private(set) var isCancelled = false
     /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
     /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
     private(set) var queue: AsyncOperationQueue?
@@ -123,12 +131,13 @@ struct OperationLifecycle {
 
     // Data of every phase:
 
-    private(set) var isCancelled = false
     private(set) var errors: [any Error] = []
     /// The logger of the queue the operation was added to, if that queue has one.
     private(set) var logger: LoggingObserver?
     /// The value a `ResultOperation` produced, stored in the step that accepts its finish.
-    private(set) var output: (any Sendable)?
+    var output: (any Sendable)? { producedOutput?.value }
+    /// Behind one reference: only a `ResultOperation` sets it, and an existential takes four words.
+    private var producedOutput: ProducedOutput?
 
     private(set) var conditions: [any OperationCondition] = []
     /// Which conditions are satisfied by construction, decided once as each is added.
@@ -137,6 +146,8 @@ struct OperationLifecycle {
 
     /// Dependencies as the user gave them (what `dependencies` returns).
     private(set) var dependencies = SmallArray<Operation>()
+    /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
+    private(set) var notificationsInFlight: Int32 = 0
     /// Dependencies that have not finished yet.
     private(set) var unfinishedDependencies = SmallArray<ObjectIdentifier>()
     /// Watchers that report when a plain Foundation dependency finishes.
@@ -145,8 +156,6 @@ struct OperationLifecycle {
     private(set) var dependents = SmallArray<WeakFinishWatcher>()
     /// The dependency that closes a dependency cycle, if one was detected.
     private(set) var cycleDependencyName: String?
-    /// Observer notifications being delivered right now; `operationDidFinish` waits for them.
-    private(set) var notificationsInFlight = 0
     /// An `AsyncBlockOperation`'s block through its one call, from its creation until its finish
     /// (see "The block" below); `nil` for other operations.
     private(set) var block: BlockInvocation?
@@ -297,15 +306,24 @@ struct OperationLifecycle {
     /// it covers and how many still owe an answer (which ones is kept beside the state, in
     /// `awaited`).
     struct ConditionEvaluation {
-        fileprivate(set) var conditionCount = 0
-        fileprivate(set) var pendingCount = 0
+        // 32 bits each: the state carries this, and an operation has a handful of conditions.
+        private var conditions: Int32 = 0
+        private var pending: Int32 = 0
+
+        var conditionCount: Int { Int(conditions) }
+        var pendingCount: Int { Int(pending) }
 
         init() {}
 
         /// Awaits the answers of `count` conditions.
         init(awaiting count: Int) {
-            conditionCount = count
-            pendingCount = count
+            conditions = Int32(count)
+            pending = conditions
+        }
+
+        /// One of the awaited conditions answered.
+        fileprivate mutating func countAnswer() {
+            pending -= 1
         }
     }
 
@@ -318,7 +336,7 @@ struct OperationLifecycle {
     private mutating func markAnswered(_ index: Int, in evaluation: inout ConditionEvaluation) -> Bool {
         guard isAwaiting(index, in: evaluation) else { return false }
         awaited.set(index, to: false)
-        evaluation.pendingCount -= 1
+        evaluation.countAnswer()
         return true
     }
 
@@ -1054,7 +1072,7 @@ struct OperationLifecycle {
     /// accepted, so a concurrent `finish(with: error)` either wins outright or loses outright.
     mutating func finish(producing value: any Sendable) -> FinishAction {
         if !hasBegunFinishing && !finishRequestedBeforeStart {
-            output = value
+            producedOutput = ProducedOutput(value)
         }
         return finish(errors: [])
     }
@@ -1227,5 +1245,14 @@ extension OperationLifecycle {
     /// The finish is final: the block and its pending continuation, to let go of after unlocking.
     mutating func releaseBlock() -> BlockInvocation.Leftovers? {
         block?.release()
+    }
+}
+
+/// The value a `ResultOperation` produced, kept by its lifecycle (set once, never changed).
+final class ProducedOutput: Sendable {
+    let value: any Sendable
+
+    init(_ value: any Sendable) {
+        self.value = value
     }
 }

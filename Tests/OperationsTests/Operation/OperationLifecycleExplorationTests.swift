@@ -308,7 +308,7 @@ private struct World {
                 executionBegan: l.executionBegan, hasTicket: l.ticket != 0, categories: l.categories,
                 holdsCategories: l.holdsCategories, isInLine: l.isInLine,
                 awaited: l.unansweredConditions.map(\.index), failures: labels(l.conditionFailures),
-                conditionsDispatched: l.conditionsDispatched, notificationsInFlight: l.notificationsInFlight,
+                conditionsDispatched: l.conditionsDispatched, notificationsInFlight: Int(l.notificationsInFlight),
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
                 finishRequestedBeforeStart: l.finishRequestedBeforeStart,
                 withdrawsFromCategories: l.withdrawsFromCategories, finishHoldOffered: l.finishHoldOffered,
