@@ -7,36 +7,6 @@ import TestSupport
 // The conditions of this package that answer on the spot are asked, not evaluated with a
 // completion handler: what a user sees must not change.
 
-/// A condition of the user's: answers through its completion handler, now or when told.
-private final class UserCondition: OperationCondition, @unchecked Sendable {
-    // @unchecked Sendable: `pending` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private let answerAtOnce: ConditionResult?
-    private var pending: (@Sendable (ConditionResult) -> Void)?
-
-    init(answeringAtOnce result: ConditionResult? = nil) {
-        answerAtOnce = result
-    }
-
-    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
-        if let answerAtOnce {
-            completion(answerAtOnce)
-        } else {
-            lock.withLock { pending = completion }
-        }
-    }
-
-    var wasEvaluated: Bool { lock.withLock { pending != nil } }
-
-    func answer(_ result: ConditionResult) {
-        let completion = lock.withLock { () -> (@Sendable (ConditionResult) -> Void)? in
-            defer { pending = nil }
-            return pending
-        }
-        completion?(result)
-    }
-}
-
 @Suite("Conditions that answer at once")
 struct AnswersAtOnceTests {
     @Test func theseConditions_answerAtOnce_andWrappersOfThemToo() {
@@ -46,7 +16,7 @@ struct AnswersAtOnceTests {
         ]
         #expect(atOnce.allSatisfy { $0 is any AnswersAtOnce })
         let evaluated: [any OperationCondition] = [
-            UserCondition(), NegatedCondition(UserCondition()), SilentCondition(UserCondition()),
+            StubCondition.satisfied(), NegatedCondition(StubCondition.satisfied()), SilentCondition(StubCondition.satisfied()),
         ]
         #expect(!evaluated.contains { $0 is any AnswersAtOnce })
     }
@@ -66,7 +36,7 @@ struct AnswersAtOnceTests {
     func failures_keepTheConditionsOrder(atOnceFirst: Bool) {
         let operation = AsyncBlockOperation {}
         let atOnce = BlockCondition { throw StubError("at once") }
-        let user = UserCondition(answeringAtOnce: .failed(StubError("user")))
+        let user = StubCondition.failing(StubError("user"))
         if atOnceFirst {
             operation.addCondition(atOnce)
             operation.addCondition(user)
@@ -86,15 +56,15 @@ struct AnswersAtOnceTests {
         let checks = Counter()
         let ran = Counter()
         let operation = AsyncBlockOperation { ran.increment() }
-        let user = UserCondition()
+        let handedOut = Recorder<@Sendable (ConditionResult) -> Void>()
         operation.addCondition(BlockCondition { checks.increment(); return true })
-        operation.addCondition(user)
+        operation.addCondition(StubCondition { _, completion in handedOut.append(completion) })
         let queue = AsyncOperationQueue()
         queue.addOperation(operation)
 
-        #expect(waitUntil { user.wasEvaluated })
+        #expect(waitUntil { handedOut.all.count == 1 })
         #expect(!operation.isFinished && ran.current == 0)
-        user.answer(.satisfied)
+        handedOut.all.first?(.satisfied)
         #expect(waitUntilFinished([operation]))
         #expect(ran.current == 1 && checks.current == 1)
         #expect(operation.errors.isEmpty)

@@ -1,9 +1,11 @@
 /// Answers of several of an operation's conditions, taken by its lifecycle in one step: those that
 /// answered at once while they were handed out, or those a timeout failed.
 struct AnsweredConditions {
+    /// Which conditions answered, satisfied or not.
     private(set) var indices = ConditionIndexSet()
     /// The errors of those that failed, in the order they answered.
     private(set) var failures: [(index: Int, error: any Error)] = []
+    /// Whether none answered (kept beside `indices`, which cannot tell without a walk).
     private(set) var isEmpty = true
 
     init() {}

@@ -144,7 +144,7 @@ extension AsyncOperation {
     /// Calls `evaluate(for:completion:)` of the conditions `awaited` names, each with its own
     /// completion handler, and bounds the wait for those that do not answer at once. Conditions
     /// that answer at once (`AnswersAtOnce`) are asked instead, and their answers taken in one
-    /// step with the end of the handing out.
+    /// step with the end of the handing out (until then an inspection lists them as unanswered).
     private func handOut(_ conditions: [any OperationCondition], awaited: ConditionIndexSet) {
         var answeredAtOnce = AnsweredConditions()
         for index in conditions.indices where awaited.contains(index) {
@@ -247,8 +247,10 @@ extension AsyncOperation {
 
     /// Asks for the categories once the conditions passed: only while its queue runs and has a
     /// free slot (otherwise it parks, holding no category, until it may ask). `lineRoot`: the
-    /// queue let it through a moment ago (conditions that all answered at once), and said where
-    /// its operations stand in categories' lines.
+    /// queue let it through a moment ago (its conditions were all satisfied by construction, so
+    /// no user code ran since), and said where its operations stand in categories' lines. After
+    /// conditions that were evaluated or asked it is `nil`: the queue may have been suspended
+    /// meanwhile, so it asks again.
     private func acquire(_ categories: [String], lineRoot knownRoot: UInt64? = nil) {
         guard !categories.isEmpty else {
             perform(lifecycle.proceedWithoutCategories())

@@ -25,7 +25,7 @@ struct LifecycleStorage {
     var hasErrors: Bool { locked.withLock { !$0.errors.isEmpty } }
     var outcome: OperationLifecycle.Outcome { locked.withLock { $0.outcome } }
     var output: (any Sendable)? { locked.withLock { $0.output } }
-    var dependencies: [Operation] { Array(locked.withLock { $0.dependencies }) }
+    var dependencies: [Operation] { locked.withLock { $0.dependencies }.array }
     var logger: LoggingObserver? { locked.withLock { $0.logger } }
     var categoryLockGate: CategoryLockGate? { locked.withLock { $0.categoryLockGate } }
     var heldCategories: [String] { locked.withLock { $0.heldCategories } }
@@ -96,7 +96,10 @@ struct LifecycleStorage {
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
     func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }
     func finish(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(errors: errors) } }
-    func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(producing: value) } }
+    func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction {
+        let output = ProducedOutput(value) // allocated before locking; released after, if refused
+        return locked.withLock { $0.finish(producing: output) }
+    }
     func offerToHoldFinish() -> OperationLifecycle.HoldOffer { locked.withLock { $0.offerToHoldFinish() } }
     func takeHeldFinish(prepending childErrors: [any Error] = []) -> OperationLifecycle.FinishAction { locked.withLock { $0.takeHeldFinish(prepending: childErrors) } }
     func completeFinish() -> OperationLifecycle.Remains { locked.withLock { $0.completeFinish() } }

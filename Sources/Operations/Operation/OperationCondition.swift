@@ -72,7 +72,8 @@ package protocol SatisfiedByConstruction: OperationCondition {}
 /// A condition of this package that always answers at once, on the calling thread: the queue asks
 /// `answer(for:)` instead of `evaluate(for:completion:)`, and so needs no completion handler, no
 /// watch for a handler dropped unanswered, and no lock per answer. Its `evaluate(for:completion:)`
-/// must call `completion` with what `answer(for:)` returns.
+/// must call `completion` with what `answer(for:)` returns. Only structs conform (`ConditionKinds`
+/// relies on it, as for `SatisfiedByConstruction`).
 package protocol AnswersAtOnce: OperationCondition {
     /// Decides whether `operation` may execute, as `evaluate(for:completion:)` would.
     func answer(for operation: AsyncOperation) -> ConditionResult

@@ -467,7 +467,7 @@ struct OperationLifecycle {
     }
 
     mutating func dependencyFinished(_ id: ObjectIdentifier) -> DependencyAction {
-        guard unfinishedDependencies.removeFirst(id) else { return .none }
+        guard unfinishedDependencies.removeFirstOccurrence(of: id) else { return .none }
         dependencyWatchers[id] = nil
         guard unfinishedDependencies.isEmpty else { return .none }
         if phase == .initialized { return .announceReady }
@@ -1070,9 +1070,9 @@ struct OperationLifecycle {
 
     /// Finishes with a value (a `ResultOperation`): the value is kept only if this finish is
     /// accepted, so a concurrent `finish(with: error)` either wins outright or loses outright.
-    mutating func finish(producing value: any Sendable) -> FinishAction {
+    mutating func finish(producing output: ProducedOutput) -> FinishAction {
         if !hasBegunFinishing && !finishRequestedBeforeStart {
-            producedOutput = ProducedOutput(value)
+            producedOutput = output
         }
         return finish(errors: [])
     }
@@ -1245,14 +1245,5 @@ extension OperationLifecycle {
     /// The finish is final: the block and its pending continuation, to let go of after unlocking.
     mutating func releaseBlock() -> BlockInvocation.Leftovers? {
         block?.release()
-    }
-}
-
-/// The value a `ResultOperation` produced, kept by its lifecycle (set once, never changed).
-final class ProducedOutput: Sendable {
-    let value: any Sendable
-
-    init(_ value: any Sendable) {
-        self.value = value
     }
 }

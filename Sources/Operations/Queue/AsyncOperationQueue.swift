@@ -314,13 +314,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             switch state.scheduler.beginAdmission(counting: asyncCount) {
             case let .admit(generation, barrier):
                 let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
-                let settings = state.settings
                 return AddContext(
-                    delegate: settings.delegateWasSet ? settings.delegate : nil,
+                    delegate: state.settings.delegateWasSet ? state.settings.delegate : nil,
                     barrier: barrier,
-                    group: settings.groupWasSet ? settings.group : nil,
-                    logger: settings.isLogging ? settings.logger : nil,
-                    isLogging: settings.isLogging,
+                    group: state.settings.groupWasSet ? state.settings.group : nil,
+                    logger: state.settings.isLogging ? state.settings.logger : nil,
+                    isLogging: state.settings.isLogging,
                     mayWaitInLine: mayWaitInLine,
                     countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
                     generation: generation,

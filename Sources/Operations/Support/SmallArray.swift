@@ -49,15 +49,15 @@ struct SmallArray<Element>: RandomAccessCollection {
     }
 
     /// Removes every element that satisfies `shouldBeRemoved`, keeping the others in order.
-    mutating func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
+    mutating func removeAll(where shouldBeRemoved: (Element) -> Bool) {
         switch storage {
         case .empty:
             break
         case let .one(element):
-            if try shouldBeRemoved(element) { storage = .empty }
+            if shouldBeRemoved(element) { storage = .empty }
         case var .many(elements):
             storage = .empty
-            try elements.removeAll(where: shouldBeRemoved)
+            elements.removeAll(where: shouldBeRemoved)
             storage = elements.isEmpty ? .empty : .many(elements)
         }
     }
@@ -66,6 +66,16 @@ struct SmallArray<Element>: RandomAccessCollection {
     mutating func removeAll() {
         storage = .empty
     }
+
+    /// The elements as an `Array`: the stored one from the second element on, so that reading
+    /// it allocates only for a single element.
+    var array: [Element] {
+        switch storage {
+        case .empty: return []
+        case let .one(element): return [element]
+        case let .many(elements): return elements
+        }
+    }
 }
 
 extension SmallArray: Sendable where Element: Sendable {}
@@ -73,7 +83,7 @@ extension SmallArray.Storage: Sendable where Element: Sendable {}
 
 extension SmallArray where Element: Equatable {
     /// Removes the first element equal to `element`; whether there was one.
-    mutating func removeFirst(_ element: Element) -> Bool {
+    mutating func removeFirstOccurrence(of element: Element) -> Bool {
         var found = false
         removeAll { candidate in
             guard !found, candidate == element else { return false }

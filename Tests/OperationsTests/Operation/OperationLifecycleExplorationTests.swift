@@ -79,6 +79,10 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
                        cancels: 2, finishes: 2, handStarts: 2, minimumStates: 10_000, minimumTerminals: 100),
         LifecycleScope(name: "an answered and an at-once condition, exclusive", conditions: [.answered, .atOnce(satisfied: true)],
                        categories: ["A"], suspensions: 1, minimumStates: 15_000, minimumTerminals: 60),
+        LifecycleScope(name: "an at-once condition before an answered one, exclusive", conditions: [.atOnce(satisfied: true), .answered],
+                       categories: ["A"], suspensions: 1, minimumStates: 15_000, minimumTerminals: 60),
+        LifecycleScope(name: "an at-once condition fails before an answered one", conditions: [.atOnce(satisfied: false), .answered],
+                       dependency: true, finishes: 2, suspensions: 1, minimumStates: 30_000, minimumTerminals: 75),
         LifecycleScope(name: "an at-once condition fails, with a dependency", conditions: [.atOnce(satisfied: false)],
                        dependency: true, finishes: 2, suspensions: 1, minimumStates: 15_000, minimumTerminals: 35),
         LifecycleScope(name: "holds its finish (a group)", conditions: [.answered], dependency: true,
@@ -201,8 +205,11 @@ private enum Step: Hashable {
     case finishEnqueuing
     case advance(Advance)
     case evaluate
-    /// The conditions were handed out (`evaluate(for:)` called on each).
-    case conditionsHandedOut
+    /// Answers given at once before a condition evaluated the usual way was handed out.
+    case conditionsAnsweredAtOnce([Int])
+    /// The conditions were handed out (`evaluate(for:)` called on each); those at `atOnce`
+    /// answered at once, and their answers are taken with it.
+    case conditionsHandedOut(atOnce: [Int])
     /// No conditions: its queue gave it its turn, which it takes and is cleared to run in one step.
     case turnToProceed
     // Categories (`acquire(_:suspensionJustChecked:)` and the suspension paths).
@@ -562,6 +569,17 @@ private struct Explorer {
         }
     }
 
+    /// The answers of the conditions at `indices`, which answer at once.
+    private func atOnceAnswers(_ indices: [Int], in world: inout World) -> AnsweredConditions {
+        var answers = AnsweredConditions()
+        for index in indices {
+            guard case let .atOnce(satisfied) = scope.conditions[index] else { continue }
+            answers.add(satisfied ? .satisfied : .failed(StubError("condition\(index)")), of: index)
+            if satisfied { world.satisfiedConditions.insert(index) }
+        }
+        return answers
+    }
+
     private func handle(_ action: OperationLifecycle.ConditionAction, in world: inout World, suspensionJustChecked: Bool = false) -> [Step]? {
         switch action {
         case .none: return nil
@@ -627,7 +645,19 @@ private struct Explorer {
                 #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },
                         "only the conditions that are not satisfied by construction are handed out")
                 world.answersOwed = handedOut.filter { scope.conditions[$0] == .answered }
-                return [.conditionsHandedOut]
+                // As `handOut` does: answers given at once before a condition evaluated the usual
+                // way are taken before it is handed out, the others with the end of the handing out.
+                var steps: [Step] = []
+                var answeredAtOnce: [Int] = []
+                for index in handedOut {
+                    if scope.conditions[index] != .answered {
+                        answeredAtOnce.append(index)
+                    } else if !answeredAtOnce.isEmpty {
+                        steps.append(.conditionsAnsweredAtOnce(answeredAtOnce))
+                        answeredAtOnce = []
+                    }
+                }
+                return steps + [.conditionsHandedOut(atOnce: answeredAtOnce)]
             case let .settled(action):
                 return handle(action, in: &world, suspensionJustChecked: true) ?? []
             }
@@ -641,16 +671,13 @@ private struct Explorer {
                 return [] // it finished first: the turn goes to the next one
             }
 
-        case .conditionsHandedOut:
+        case let .conditionsAnsweredAtOnce(indices):
+            return handle(world.life.conditionsAnswered(atOnceAnswers(indices, in: &world)), in: &world) ?? []
+
+        case let .conditionsHandedOut(indices):
             // Every condition's evaluate(for:) was called, and those that answer at once answered;
             // a finish meanwhile waited for this.
-            var atOnce = AnsweredConditions()
-            for (index, kind) in scope.conditions.enumerated() {
-                guard case let .atOnce(satisfied) = kind else { continue }
-                atOnce.add(satisfied ? .satisfied : .failed(StubError("condition\(index)")), of: index)
-                if satisfied { world.satisfiedConditions.insert(index) }
-            }
-            let handedOut = world.life.conditionsHandedOut(answeredAtOnce: atOnce)
+            let handedOut = world.life.conditionsHandedOut(answeredAtOnce: atOnceAnswers(indices, in: &world))
             return (handle(handedOut.settled, in: &world, suspensionJustChecked: false) ?? []) + [.perform(Finish(handedOut.then))]
 
         case let .acquire(hasCategories, suspensionJustChecked):

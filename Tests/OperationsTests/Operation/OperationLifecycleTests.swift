@@ -140,7 +140,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.beginEvaluating(categories: [])
         _ = state.cancel(error: nil)
         var atOnce = AnsweredConditions()
-        atOnce.add(.satisfied, of: 0)
+        atOnce.add(.failed(StubError("late")), of: 0)
         guard case .none = state.conditionsAnswered(atOnce) else {
             Issue.record("a cancelled operation takes no answer")
             return
@@ -270,5 +270,14 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.dependencies.isEmpty && state.conditions.isEmpty && state.observers.isEmpty && state.queue == nil)
         #expect(remains.released.count == 1)
         remains.released.removeAll()
+    }
+
+    /// Every operation carries a lifecycle (a chain of a million of them included), and its size
+    /// depends on the order its fields are declared in: a field moved carelessly adds padding.
+    @Test func theLifecycle_staysSmall() {
+        guard MemoryLayout<Int>.size == 8 else { return } // the sizes below are those of 64-bit platforms
+        #expect(MemoryLayout<OperationLifecycle.Placement>.size == 18)
+        #expect(MemoryLayout<OperationLifecycle.ConditionEvaluation>.size == 8)
+        #expect(MemoryLayout<OperationLifecycle>.size <= 264)
     }
 }

@@ -13,6 +13,20 @@ private struct Constructed: OperationCondition, SatisfiedByConstruction {
     }
 }
 
+/// A generic wrapper that answers at once only when what it wraps does, as `NegatedCondition`.
+private struct Wrapper<Inner: OperationCondition>: OperationCondition {
+    let inner: Inner
+    func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
+        inner.evaluate(for: operation, completion: completion)
+    }
+}
+
+extension Wrapper: AnswersAtOnce where Inner: AnswersAtOnce {
+    func answer(for operation: AsyncOperation) -> ConditionResult {
+        inner.answer(for: operation)
+    }
+}
+
 private struct AtOnce: OperationCondition, AnswersAtOnce {
     let satisfied: Bool
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void) {
@@ -28,6 +42,7 @@ private struct AtOnce: OperationCondition, AnswersAtOnce {
 
     /// Asked twice: the first answer comes from the runtime, the second from the thread's memo.
     @Test func kind_isTheSameFromTheRuntimeAndFromTheMemo() {
+        PerThreadState.current.conditionKinds.removeAll() // whatever other tests left on this thread
         for _ in 0..<2 {
             #expect(isEvaluated(ConditionKinds.kind(of: Evaluated())))
             #expect(ConditionKinds.isSatisfiedByConstruction(Constructed()))
@@ -49,6 +64,24 @@ private struct AtOnce: OperationCondition, AnswersAtOnce {
         }
         #expect(error is Refused)
         #expect(type.answer(of: Evaluated(), for: operation) == nil, "a condition of another type is not asked")
+    }
+
+    /// Each instance of a generic wrapper is a type of its own: one that wraps a condition that
+    /// answers at once is asked, one that wraps another is evaluated.
+    @Test func aGenericWrapper_answersAtOnceOnlyAroundAConditionThatDoes() {
+        PerThreadState.current.conditionKinds.removeAll()
+        let operation = AsyncBlockOperation {}
+        let asked: any OperationCondition = Wrapper(inner: AtOnce(satisfied: true))
+        let evaluated: any OperationCondition = Wrapper(inner: Evaluated())
+        for _ in 0..<2 {
+            guard case let .answersAtOnce(type) = ConditionKinds.kind(of: asked) else {
+                Issue.record("expected the wrapper of a condition that answers at once to answer at once")
+                return
+            }
+            #expect(type.answer(of: asked, for: operation) != nil)
+            #expect(type.answer(of: evaluated, for: operation) == nil)
+            #expect(isEvaluated(ConditionKinds.kind(of: evaluated)))
+        }
     }
 
     /// More types than the memo keeps: the oldest is forgotten and asked again, correctly.

@@ -16,6 +16,7 @@ import Testing
     func appending_keepsEveryElementInOrder(count: Int) {
         let array = make(Array(0..<count))
         #expect(Array(array) == Array(0..<count))
+        #expect(array.array == Array(0..<count))
         #expect(array.count == count && array.isEmpty == (count == 0))
     }
 
@@ -33,13 +34,13 @@ import Testing
         #expect(one.isEmpty)
     }
 
-    @Test func removeFirst_takesOnlyTheFirstEqualElement() {
+    @Test func removeFirstOccurrence_takesOnlyTheFirstEqualElement() {
         var array = make([4, 2, 4])
-        let removedFour = array.removeFirst(4)
+        let removedFour = array.removeFirstOccurrence(of: 4)
         #expect(removedFour && Array(array) == [2, 4])
-        let removedNine = array.removeFirst(9)
+        let removedNine = array.removeFirstOccurrence(of: 9)
         #expect(!removedNine && Array(array) == [2, 4])
-        let removedBoth = array.removeFirst(2) && array.removeFirst(4)
+        let removedBoth = array.removeFirstOccurrence(of: 2) && array.removeFirstOccurrence(of: 4)
         #expect(removedBoth && array.isEmpty)
         array.append(5) // back to one inline element after a buffer
         #expect(Array(array) == [5])
