@@ -21,15 +21,22 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
 @Suite struct OperationLifecycleTests {
     private let queue = AsyncOperationQueue()
 
-    @Test(arguments: [1, 3, 63, 64, 65, 130])
-    func conditionEvaluation_takesEachAnswerOnce(count: Int) {
+    /// A lifecycle on a queue whose `count` conditions (none satisfied by construction) were
+    /// just handed out.
+    private func evaluating(_ count: Int, categories: [String] = []) -> OperationLifecycle {
         var state = OperationLifecycle()
         for _ in 0..<count {
             _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         }
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing()
-        _ = state.beginEvaluating(categories: [])
+        _ = state.beginEvaluating(categories: categories)
+        return state
+    }
+
+    @Test(arguments: [1, 3, 63, 64, 65, 130])
+    func conditionEvaluation_takesEachAnswerOnce(count: Int) {
+        var state = evaluating(count)
         #expect(state.unansweredConditionCount == count)
         #expect(state.unansweredConditions.map(\.index) == Array(0..<count))
         #expect(!state.isAwaitingAnswer(from: -1) && !state.isAwaitingAnswer(from: count))
@@ -102,13 +109,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     /// still awaited, failures in the order given, beyond the 64th too.
     @Test(arguments: [3, 66])
     func conditionsHandedOut_takesTheAnswersGivenAtOnce(count: Int) {
-        var state = OperationLifecycle()
-        for _ in 0..<count {
-            _ = state.addCondition(Condition(), satisfiedByConstruction: false)
-        }
-        _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
-        _ = state.beginEvaluating(categories: ["a"])
+        var state = evaluating(count, categories: ["a"])
         let first = count - 1, second = 0
         _ = state.conditionAnswered(index: 1, result: .satisfied) // answered before: not taken again
 
@@ -133,11 +134,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     }
 
     @Test func conditionsAnswered_afterACancel_takesNothing() {
-        var state = OperationLifecycle()
-        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
-        _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
-        _ = state.beginEvaluating(categories: [])
+        var state = evaluating(1)
         _ = state.cancel(error: nil)
         var atOnce = AnsweredConditions()
         atOnce.add(.failed(StubError("late")), of: 0)
