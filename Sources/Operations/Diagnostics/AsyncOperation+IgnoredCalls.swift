@@ -2,8 +2,16 @@ import Foundation
 
 /// Where a call was made in the user's code (`#fileID` and `#line`), for a message about it.
 struct CallSite: Sendable, CustomStringConvertible {
-    let file: StaticString
+    // The line first: a `StaticString` ends in a flag byte, and an optional call site's tag then
+    // fits beside it. Every `AsyncBlockOperation` keeps one, last in the object, and those 7
+    // bytes take its allocation from 224 bytes to 208.
     let line: UInt
+    let file: StaticString
+
+    init(file: StaticString, line: UInt) {
+        self.line = line
+        self.file = file
+    }
 
     var description: String {
         "\(file):\(line)"
