@@ -5,8 +5,6 @@ struct AnsweredConditions {
     private(set) var indices = ConditionIndexSet()
     /// The errors of those that failed, in the order they answered.
     private(set) var failures: [(index: Int, error: any Error)] = []
-    /// Whether none answered (kept beside `indices`, which cannot tell without a walk).
-    private(set) var isEmpty = true
 
     init() {}
 
@@ -23,6 +21,8 @@ struct AnsweredConditions {
         if case let .failed(error) = result {
             failures.append((index, error))
         }
-        isEmpty = false
     }
+
+    /// Whether none answered.
+    var isEmpty: Bool { indices.isEmpty }
 }

@@ -16,6 +16,11 @@ struct ConditionIndexSet {
         later = count > 64 ? Array(repeating: true, count: count - 64) : []
     }
 
+    /// Whether no condition is in the set.
+    var isEmpty: Bool {
+        first == 0 && !later.contains(true)
+    }
+
     /// Whether the condition at `index` is in the set.
     func contains(_ index: Int) -> Bool {
         guard index >= 0 else { return false }

@@ -653,13 +653,9 @@ struct OperationLifecycle {
     }
 
     mutating func conditionAnswered(index: Int, result: ConditionResult) -> ConditionAction {
-        guard case .evaluatingConditions(let placement, let standing, var evaluation, let dispatched) = state,
-              markAnswered(index, in: &evaluation) else { return .none }
-        if case let .failed(error) = result {
-            conditionFailures.append(error)
-        }
-        state = .evaluatingConditions(placement, standing, evaluation, dispatched: dispatched)
-        return conditionsSettledAction()
+        var answer = AnsweredConditions()
+        answer.add(result, of: index)
+        return conditionsAnswered(answer)
     }
 
     /// The condition evaluation under way, if any.

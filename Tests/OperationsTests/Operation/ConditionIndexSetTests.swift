@@ -40,6 +40,19 @@ import Testing
         #expect(members(set) == Array(stride(from: 0, to: 130, by: 3)))
     }
 
+    /// Empty is what it holds, not what it once held: a flag beyond the 64th that was cleared
+    /// leaves the set empty.
+    @Test(arguments: [0, 63, 64, 130])
+    func isEmpty_onceEveryMemberIsTakenOut(index: Int) {
+        var set = ConditionIndexSet()
+        #expect(set.isEmpty)
+        set.set(index, to: true)
+        #expect(!set.isEmpty)
+        set.set(index, to: false)
+        #expect(set.isEmpty)
+        #expect(!ConditionIndexSet(below: 1).isEmpty && ConditionIndexSet(below: 0).isEmpty)
+    }
+
     @Test func clearingTheOnlyFlag_leavesTheFirstMembersAlone() {
         var set = ConditionIndexSet(below: 2)
         set.set(66, to: true)
