@@ -13,7 +13,7 @@ import Glibc
 // by OPERATIONS_POSTGRES_HOST, _PORT, _USER and _DATABASE (set by .ci/postgres), and logs to one
 // shared file in the format of the core package's category-lock-worker:
 // "begin <pid> <category>:<token>,... <operation>", "end ...", "finish <pid> <operation> ...",
-// "done <pid> <count>". Usage:
+// "done <pid> <count>", and "lost <pid> <operation>" when a holder's lease is counted lost. Usage:
 //
 //   postgres-lock-worker --log FILE [--categories a,b] [--operations N] [--queues Q]
 //       [--cancel-percent P] [--hold-microseconds H] [--seed S] [--several]
@@ -122,6 +122,17 @@ struct FinishLogger: OperationObserver {
     }
 }
 
+/// Logs "lost <pid> <operation>" when the lock cancels a holder whose lease it counts lost (a
+/// heartbeat unanswered within `heartbeatTimeout`), so that a test can tell that apart from a
+/// broken exclusion.
+struct LossLogger: OperationObserver {
+    let log: SharedLog
+
+    func operationDidCancel(_ operation: AsyncOperation) {
+        log.append("lost \(pid) \(operation.name ?? "")")
+    }
+}
+
 /// A deterministic random sequence (SplitMix64).
 struct Random {
     var state: UInt64
@@ -221,7 +232,9 @@ guard let logPath = value("--log") else { fail("--log is required") }
 let log = SharedLog(path: logPath)
 
 if let category = value("--hold") {
-    AsyncOperationQueue().addOperation(LoggedOperation(name: "holder-\(pid)", categories: [category], log: log, holdMicroseconds: 0, holdsForever: true))
+    let holder = LoggedOperation(name: "holder-\(pid)", categories: [category], log: log, holdMicroseconds: 0, holdsForever: true)
+    holder.addObserver(LossLogger(log: log))
+    AsyncOperationQueue().addOperation(holder)
     while true { try? await Task.sleep(nanoseconds: 60_000_000_000) }
 }
 

@@ -37,14 +37,16 @@ public final class ChildProcess: @unchecked Sendable { // @unchecked: `process` 
 }
 
 /// What processes sharing categories wrote to their shared log ("begin <pid> <category>:<token>,...
-/// <operation>", "end ...", "finish <pid> <operation> ...", "done <pid> <count>"), checked: no two
-/// operations of a category overlapped, tokens grew strictly per category, every operation
-/// finished exactly once.
+/// <operation>", "end ...", "finish <pid> <operation> ...", "done <pid> <count>", "lost <pid>
+/// <operation>"), checked: no two operations of a category overlapped, tokens grew strictly per
+/// category, every operation finished exactly once.
 public struct SharedLogCheck: Sendable {
     public private(set) var problems: [String] = []
     public private(set) var begun = 0
     public private(set) var finishes: [String: Int] = [:]
     public private(set) var workersDone = 0
+    /// How many holders logged that the lock counted their lease lost ("lost <pid> <operation>").
+    public private(set) var leasesLost = 0
     /// The latest token of each category.
     public private(set) var lastToken: [String: UInt64] = [:]
 
@@ -61,6 +63,8 @@ public struct SharedLogCheck: Sendable {
                 finishes[fields[2], default: 0] += 1
             case "done":
                 workersDone += 1
+            case "lost":
+                leasesLost += 1
             default:
                 break
             }

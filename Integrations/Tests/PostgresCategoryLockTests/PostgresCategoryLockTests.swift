@@ -299,7 +299,12 @@ struct PostgresCategoryLockProcessTests {
         let next = try ChildProcess("postgres-lock-worker", ["--log", log, "--categories", category, "--operations", "1"])
         defer { next.stop() }
         try await Task.sleep(nanoseconds: 500_000_000)
-        #expect(SharedLogCheck(logFile: log).workersDone == 0) // it waits for the holder
+        if SharedLogCheck(logFile: log).workersDone != 0 {
+            // Only a lease the holder lost (a heartbeat unanswered for `heartbeatTimeout` on a
+            // loaded machine: documented) may let the next worker in while the holder lives.
+            #expect(await eventually(timeout: 30) { SharedLogCheck(logFile: log).leasesLost > 0 },
+                    "the next worker finished while the holder held its category, and no lease was lost")
+        }
         holder.stop()
 
         #expect(await next.waitForExit(timeout: 120) == 0)
