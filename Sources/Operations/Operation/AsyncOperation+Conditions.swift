@@ -77,25 +77,25 @@ extension AsyncOperation {
             }
         case let .evaluateConditions(conditions, queue, ticket):
             let categories = Self.categories(of: conditions)
-            var turn: AsyncOperationQueue.Turn?
-            if let queue {
-                // A suspended queue evaluates nothing, a serial one one operation at a time, and
-                // an operation that needs categories waits for a free slot before it asks for
-                // them: continueTowardsExecution() picks up when it may go on.
-                turn = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
-                if turn?.passage == .parked {
-                    logWaiting()
-                    return
-                }
-                guard takeTurn(on: queue) else { return }
+            guard let queue else {
+                evaluate(conditions, categories: categories, in: nil, lineRoot: nil)
+                return
             }
-            evaluate(conditions, categories: categories, in: turn?.group, lineRoot: turn?.lineRoot)
+            // A suspended queue evaluates nothing, a serial one one operation at a time, and an
+            // operation that needs categories waits for a free slot before it asks for them:
+            // continueTowardsExecution() picks up when it may go on.
+            let turn = queue.requestTurn(for: self, ticket: ticket, needsSlot: !categories.isEmpty)
+            if turn.passage == .parked {
+                logWaiting()
+                return
+            }
+            evaluate(conditions, categories: categories, in: turn.group, lineRoot: turn.lineRoot, takingTurnOn: queue)
         }
     }
 
     /// Takes the turn it asked `queue` for; `false` if it finished before it asked (cancelled on
     /// its way): its queue heard of that finish first, so it gives the turn back and goes no
-    /// further.
+    /// further. (The usual way takes the turn as the evaluation begins: `turnTakenToEvaluate`.)
     private func takeTurn(on queue: AsyncOperationQueue) -> Bool {
         switch lifecycle.turnTaken() {
         case .goOn:
@@ -108,8 +108,10 @@ extension AsyncOperation {
 
     /// Evaluates the conditions. `lineRoot`: the queue let it through a moment ago (it runs, and
     /// has a slot for an operation that needs categories), and said where it stands in lines.
-    private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, lineRoot: UInt64?) {
+    /// `queue`: the queue whose turn it takes as the evaluation begins (in the same step).
+    private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, lineRoot: UInt64?, takingTurnOn queue: AsyncOperationQueue? = nil) {
         if let category = group?.heldCategory(among: categories) {
+            if let queue, !takeTurn(on: queue) { return }
             OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
             finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
             return
@@ -122,12 +124,26 @@ extension AsyncOperation {
             case let .gate(made)?:
                 gate = made
             case let .conflict(category)?:
+                if let queue, !takeTurn(on: queue) { return }
                 OperationDiagnostics.report(.categoryLockConflict, self, "the operation names the mutually exclusive category '\(category)' with a different lock than other conditions or operations in this process; it fails instead of running without exclusion")
                 finish(with: AsyncOperationError.categoryLockConflict(category: category, operation: displayName))
                 return
             }
         }
-        switch lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate) {
+        let start: OperationLifecycle.EvaluationStart
+        if let queue {
+            switch lifecycle.turnTakenToEvaluate(categories: categories, categoryLockGate: gate) {
+            case let .evaluate(evaluationStart):
+                start = evaluationStart
+            case let .giveBack(ticket):
+                gate?.operationFinished() // it finished before it asked: nobody uses the gate
+                queue.turnUnused(ticket: ticket)
+                return
+            }
+        } else {
+            start = lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate)
+        }
+        switch start {
         case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
         case let .settled(.passed(categories, logger)):

@@ -86,6 +86,7 @@ struct LifecycleStorage {
     func resumeAfterSuspension() -> OperationLifecycle.ResumeAction { locked.withLock { $0.resumeAfterSuspension() } }
     func turnTaken() -> OperationLifecycle.TurnTaken { locked.withLock { $0.turnTaken() } }
     func turnTakenToProceed() -> OperationLifecycle.TurnToProceed { locked.withLock { $0.turnTakenToProceed() } }
+    func turnTakenToEvaluate(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.TurnToEvaluate { locked.withLock { $0.turnTakenToEvaluate(categories: categories, categoryLockGate: categoryLockGate) } }
 
     // MARK: - Running and finishing
 

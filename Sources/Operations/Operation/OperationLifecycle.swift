@@ -935,6 +935,21 @@ struct OperationLifecycle {
         return .proceed(then: proceedWithoutCategories())
     }
 
+    /// What an operation with conditions does with the turn its queue just gave it.
+    enum TurnToEvaluate {
+        /// Go on as `beginEvaluating(categories:categoryLockGate:)` says.
+        case evaluate(EvaluationStart)
+        /// As `TurnTaken.giveBack`: it finished before it asked; the turn goes to the next one.
+        case giveBack(ticket: UInt64)
+    }
+
+    /// Its queue gave it the turn it asked for, and it has conditions: taking the turn and
+    /// beginning their evaluation are one step.
+    mutating func turnTakenToEvaluate(categories: [String], categoryLockGate gate: CategoryLockGate? = nil) -> TurnToEvaluate {
+        if let ticket = turnGivenAfterFinish { return .giveBack(ticket: ticket) }
+        return .evaluate(beginEvaluating(categories: categories, categoryLockGate: gate))
+    }
+
     /// The ticket of a finished operation that its queue may have let through after hearing of
     /// the finish: it never went to Foundation, so any turn it was given is unused.
     private var turnGivenAfterFinish: UInt64? {

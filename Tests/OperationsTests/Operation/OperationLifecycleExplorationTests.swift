@@ -204,7 +204,8 @@ private enum Step: Hashable {
     // Adding to the queue and waiting.
     case finishEnqueuing
     case advance(Advance)
-    case evaluate
+    /// The evaluation begins; `takingTurn`: in one step with taking the turn its queue gave it.
+    case evaluate(takingTurn: Bool)
     /// Answers given at once before a condition evaluated the usual way was handed out.
     case conditionsAnsweredAtOnce([Int])
     /// The conditions were handed out (`evaluate(for:)` called on each); those at `atOnce`
@@ -631,13 +632,25 @@ private struct Explorer {
                     world.parkedToProceed = 1 // the scheduler holds an operation in line once
                     return []
                 }
-                if case .evaluate = action { return [.evaluate] }
+                if case .evaluate = action { return [.evaluate(takingTurn: onQueue)] }
                 if onQueue { return [.turnToProceed] }
                 return [.acquire(hasCategories: false, suspensionJustChecked: false)]
             }
 
-        case .evaluate:
-            switch world.life.beginEvaluating(categories: scope.categories) {
+        case let .evaluate(takingTurn):
+            let start: OperationLifecycle.EvaluationStart
+            if takingTurn {
+                switch world.life.turnTakenToEvaluate(categories: scope.categories) {
+                case let .evaluate(evaluationStart):
+                    start = evaluationStart
+                case .giveBack:
+                    if world.life.phase != .finished { world.violate("gave its turn back without having finished") }
+                    return [] // it finished first: the turn goes to the next one
+                }
+            } else {
+                start = world.life.beginEvaluating(categories: scope.categories)
+            }
+            switch start {
             case .alreadyHandedOut:
                 return []
             case let .handOut(awaited):
@@ -752,7 +765,7 @@ private struct Explorer {
         case .continueTowardsExecution:
             switch world.life.resumeAfterSuspension() {
             case .none: return []
-            case .evaluateConditions: return [.evaluate]
+            case .evaluateConditions: return [.evaluate(takingTurn: false)]
             case let .acquireCategories(categories):
                 return [.acquire(hasCategories: !categories.isEmpty, suspensionJustChecked: false)]
             case .giveBackTurn: // the queue's turn goes on: only for one finished and never handed off

@@ -277,4 +277,32 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(MemoryLayout<OperationLifecycle.ConditionEvaluation>.size == 8)
         #expect(MemoryLayout<OperationLifecycle>.size <= 264)
     }
+
+    /// Taking the turn and beginning the evaluation are one step: the conditions are handed out
+    /// once, and an operation that finished before it asked gives the turn back instead.
+    @Test func turnTakenToEvaluate_beginsTheEvaluation_orGivesBackTheTurnOfAFinishedOperation() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 7)
+        _ = state.finishEnqueuing()
+        var finished = state
+        guard case let .evaluate(.handOut(awaited)) = state.turnTakenToEvaluate(categories: []) else {
+            Issue.record("expected the turn taken and the condition handed out")
+            return
+        }
+        #expect(awaited.contains(0))
+        guard case .evaluate(.alreadyHandedOut) = state.turnTakenToEvaluate(categories: []) else {
+            Issue.record("the conditions are handed out once")
+            return
+        }
+
+        _ = finished.cancel(error: nil)
+        _ = finished.notificationDelivered() // the cancel's notification: the finish goes on
+        _ = finished.completeFinish()
+        #expect(finished.phase == .finished)
+        guard case .giveBack(ticket: 7) = finished.turnTakenToEvaluate(categories: []) else {
+            Issue.record("a finished operation gives its turn back")
+            return
+        }
+    }
 }
