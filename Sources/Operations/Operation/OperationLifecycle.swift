@@ -1198,35 +1198,38 @@ struct OperationLifecycle {
 
     mutating func completeFinish() -> Remains {
         let standing = self.standing ?? Standing()
+        // What the remains take is moved out (`Self.take`), not copied and then cleared: no
+        // reference is retained here only to be released a moment later.
         let remains = Remains(
             wasHandedOff: wasHandedOff,
             categoriesToRelease: standing.holds ? categories : [],
             categoriesToWithdraw: withdrawsFromCategories && !standing.holds ? categories : [],
             linePlace: linePlace,
-            dependents: dependents,
-            released: dependencies,
-            observers: observers,
-            conditions: conditions,
+            dependents: Self.take(&dependents, leaving: SmallArray()),
+            released: Self.take(&dependencies, leaving: SmallArray()),
+            observers: Self.take(&observers, leaving: []),
+            conditions: Self.take(&conditions, leaving: []),
             watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
-            queue: queue,
-            categoryLockGate: categoryLockGate,
+            queue: Self.take(&queue, leaving: nil),
+            categoryLockGate: Self.take(&categoryLockGate, leaving: nil),
             errors: errors,
-            discardedFailures: conditionFailures
+            discardedFailures: Self.take(&conditionFailures, leaving: [])
         )
         state = .finished(placement)
-        conditionFailures = []
         awaited = ConditionIndexSet()
-        queue = nil
         foreignQueue = nil
-        dependencies.removeAll()
         unfinishedDependencies.removeAll()
-        dependencyWatchers = [:]
-        dependents.removeAll()
-        conditions = []
+        if !dependencyWatchers.isEmpty { dependencyWatchers = [:] }
         satisfiedByConstruction = ConditionIndexSet()
-        observers = []
-        categoryLockGate = nil
         return remains
+    }
+
+    /// Moves `value` out, leaving `empty` in its place.
+    @inline(__always)
+    private static func take<Value>(_ value: inout Value, leaving empty: Value) -> Value {
+        var taken = empty
+        swap(&taken, &value)
+        return taken
     }
 }
 
