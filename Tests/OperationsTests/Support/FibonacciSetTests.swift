@@ -2,7 +2,14 @@ import Foundation
 @testable import Operations
 import Testing
 
-// The open-addressing set of the scheduler's hot paths, keyed by value (the tickets under way).
+// The open-addressing set of the scheduler's hot paths, keyed by value (the tickets under way)
+// and by address (the held operations).
+
+/// Addresses, spread as the held operations' addresses are.
+private enum AddressKeying: FibonacciKeying {
+    static func key(of address: UInt) -> UInt64 { OperationIdentityKeying.spread(address: address) }
+    static func same(_ address: UInt, _ other: UInt) -> Bool { address == other }
+}
 
 @Suite struct FibonacciSetTests {
     @Test func tickets_sequentialAndScattered_agreeWithASet() {
@@ -48,5 +55,21 @@ import Testing
         tickets.insert(1)
         tickets.releaseTableIfEmpty() // not empty: kept
         #expect(tickets.contains(1))
+    }
+
+    /// Objects allocated one after another sit a fixed stride apart. Under Fibonacci hashing
+    /// alone some strides piled up in long probe runs (63 units of 16 bytes: 43,117 buckets of
+    /// displacement for 10,000 members; 13 units made a chain's removals cost 1,300 instructions).
+    @Test(arguments: [16, 208, 336, 528, 880, 1_008, 1_424, 4_096] as [UInt])
+    func addressesAFixedStrideApart_spreadOverTheTable(stride: UInt) {
+        var addresses = FibonacciSet<AddressKeying>()
+        let base: UInt = 0x7F3A_1C20_4000
+        for index in 0..<10_000 {
+            addresses.insert(base + UInt(index) * stride)
+        }
+        #expect(addresses.count == 10_000)
+        #expect(addresses.totalDisplacement < 2 * addresses.count, "probe runs too long: \(addresses.totalDisplacement) for \(addresses.count) members")
+        let removed = (0..<10_000).filter { index in addresses.remove(base + UInt(index) * stride) }
+        #expect(removed.count == 10_000 && addresses.isEmpty)
     }
 }
