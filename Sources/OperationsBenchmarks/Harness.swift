@@ -13,7 +13,7 @@ struct Measurement {
 
     var median: Double {
         let sorted = runs.filter { $0.seconds > 0 }.map(\.seconds).sorted()
-        return sorted[sorted.count / 2]
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2] // no timed run: every one went wrong
     }
 
     var problems: [String] { runs.compactMap(\.problem) }
@@ -60,6 +60,29 @@ enum Harness {
         let problem = body()
         let end = DispatchTime.now().uptimeNanoseconds
         return Run(seconds: Double(end - start) / 1e9, problem: problem)
+    }
+
+    /// Runs this executable again with `arguments`, in a child process that times its workload
+    /// and prints the seconds (or "WRONG: ..."), so that nothing the workload leaves running
+    /// outlives it. Where there are no child processes, times `here` in this process instead.
+    static func timeInChildProcess(_ arguments: [String], orHere here: () -> String?) -> Run {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        return time(here)
+        #else
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do { try process.run() } catch { return Run(seconds: 0, problem: "cannot start a child process: \(error)") }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, let seconds = Double(text) else {
+            return Run(seconds: 0, problem: text.isEmpty ? "the child process exited with \(process.terminationStatus)" : text)
+        }
+        return Run(seconds: seconds, problem: nil)
+        #endif
     }
 
     static func format(_ seconds: Double) -> String {
