@@ -44,9 +44,9 @@ extension AsyncOperation {
     /// `queue`. A dependency that would close a cycle is diagnosed as `addDependency(_:)` does:
     /// the operation finishes with `AsyncOperationError.dependencyCycle` instead of waiting forever.
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
-        if dependency === self || dependencyWouldCloseCycle(dependency, searchingEveryDependency: true) {
+        if dependency === self || dependencyWouldCloseCycle(dependency) {
             recordCycle(through: dependency)
-        } else if lifecycle.addDependency(dependency) == .added {
+        } else if case .added = lifecycle.addDependency(dependency) {
             startWaiting(for: dependency)
         }
         (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)

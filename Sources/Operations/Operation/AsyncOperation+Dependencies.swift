@@ -62,11 +62,12 @@ extension AsyncOperation {
     /// Whether `self` can be reached from `dependency` through unfinished dependencies.
     ///
     /// Only an operation that others already wait for can close a cycle, so the common case
-    /// (building a chain of `AsyncOperation`s front to back) costs one check. Plain Foundation
-    /// operations that wait for this one are invisible to it, so a plain dependency is always
-    /// searched.
-    func dependencyWouldCloseCycle(_ dependency: Operation, searchingEveryDependency: Bool = false) -> Bool {
-        guard searchingEveryDependency || lifecycle.hasLiveDependents || !(dependency is AsyncOperation) else { return false }
+    /// (building a chain of `AsyncOperation`s front to back) searches nothing: `hasLiveDependents`
+    /// comes with the step that added the dependency. Plain Foundation operations that wait for
+    /// this one are invisible to it, so a plain dependency is always searched; so is every
+    /// dependency when `hasLiveDependents` is not known (`true`).
+    func dependencyWouldCloseCycle(_ dependency: Operation, hasLiveDependents: Bool = true) -> Bool {
+        guard hasLiveDependents || !(dependency is AsyncOperation) else { return false }
         var visited: Set<ObjectIdentifier> = []
         var stack: [Operation] = [dependency]
         while let next = stack.popLast() {

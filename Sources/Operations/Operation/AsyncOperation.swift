@@ -394,8 +394,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
         case .alreadyThere:
             break
-        case .added, .addedWhileWaiting:
-            if dependencyWouldCloseCycle(operation) {
+        case let .added(hasLiveDependents):
+            if dependencyWouldCloseCycle(operation, hasLiveDependents: hasLiveDependents) {
                 recordCycle(through: operation, forgetting: ObjectIdentifier(operation))
             } else {
                 startWaiting(for: operation)

@@ -35,7 +35,6 @@ struct LifecycleStorage {
     var waitStart: OperationLifecycle.WaitStart { locked.withLock { $0.waitStart } }
     var lastKnownQueue: QueueMention? { locked.withLock { $0.lastKnownQueue } }
     var placeOnQueue: OperationLifecycle.PlaceOnQueue { locked.withLock { $0.placeOnQueue } }
-    var hasLiveDependents: Bool { locked.withLock { $0.hasLiveDependents } }
     var standingInLine: OperationLifecycle.StandingInLine? { locked.withLock { $0.standingInLine } }
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] { locked.withLock { $0.unansweredConditions } }
 
@@ -45,7 +44,7 @@ struct LifecycleStorage {
 
     // MARK: - Configuration
 
-    func addDependency(_ operation: Operation) -> OperationLifecycle.Configuration { locked.withLock { $0.addDependency(operation) } }
+    func addDependency(_ operation: Operation) -> OperationLifecycle.DependencyAddition { locked.withLock { $0.addDependency(operation) } }
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }

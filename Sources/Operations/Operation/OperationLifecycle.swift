@@ -489,14 +489,25 @@ struct OperationLifecycle {
         case tooLate
     }
 
+    /// What adding a dependency comes to.
+    enum DependencyAddition: Equatable {
+        /// Added. `hasLiveDependents`, read in the same step: some operation still alive waits
+        /// for this one, so the new dependency might lead back to it (a cycle).
+        case added(hasLiveDependents: Bool)
+        /// It already had it: nothing changed.
+        case alreadyThere
+        /// Too late (the operation is past waiting for it, or finishing): ignored.
+        case tooLate
+    }
+
     /// Adds a dependency the user gave. Counted as unfinished at once, so no advance can slip
     /// past it.
-    mutating func addDependency(_ operation: Operation) -> Configuration {
+    mutating func addDependency(_ operation: Operation) -> DependencyAddition {
         guard acceptsConfiguration else { return .tooLate }
         guard !dependencies.contains(where: { $0 === operation }) else { return .alreadyThere }
         dependencies.append(operation)
         unfinishedDependencies.append(ObjectIdentifier(operation))
-        return .added
+        return .added(hasLiveDependents: hasLiveDependents)
     }
 
     /// The dependency `id`, just added, would close a dependency cycle: it is not waited for,

@@ -305,4 +305,24 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             return
         }
     }
+
+    /// Adding a dependency says, in the same step, whether anything still waits for the
+    /// operation: only then can the new dependency lead back to it.
+    @Test func addDependency_saysWhetherALiveOperationWaitsForThisOne() {
+        var state = OperationLifecycle()
+        let first = BlockOperation {}
+        guard case .added(hasLiveDependents: false) = state.addDependency(first) else {
+            Issue.record("nothing waits for it yet")
+            return
+        }
+        let dependent = AsyncBlockOperation {}
+        _ = state.addDependent(dependent)
+        withExtendedLifetime(dependent) {
+            guard case .added(hasLiveDependents: true) = state.addDependency(BlockOperation {}) else {
+                Issue.record("a live dependent waits for it")
+                return
+            }
+            #expect(state.addDependency(first) == .alreadyThere)
+        }
+    }
 }
