@@ -9,12 +9,17 @@ enum DeferredRelease {
     static func release<Object: AnyObject>(_ objects: inout SmallArray<Object>) {
         guard !objects.isEmpty else { return }
         let list = PerThreadState.current
-        for object in objects {
-            list.graveyard.append(object)
+        if list.isReleasing {
+            for object in objects {
+                list.graveyard.append(object)
+            }
+            objects.removeAll()
+            return
         }
-        objects.removeAll()
-        if list.isReleasing { return }
         list.isReleasing = true
+        // Released here, one level down: whatever their deinits release is parked in the
+        // graveyard meanwhile, and dropped by the loop below.
+        objects.removeAll()
         while !list.graveyard.isEmpty {
             _ = list.graveyard.removeLast()
         }
