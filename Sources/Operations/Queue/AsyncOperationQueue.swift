@@ -246,7 +246,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var batch = Batch()
         batch.operations.reserveCapacity(operations.count)
-        for operation in operations {
+        for (index, operation) in operations.enumerated() {
+            batch.unadmitted = operations.count - index
             accept(operation, into: &batch, context)
         }
         give(&batch, context)
@@ -350,6 +351,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     struct Batch {
         var operations: [Operation] = []
         var deliversOutbox = false
+        /// How many of the add's operations are still to be admitted, the one being admitted
+        /// included; 0 for an add of one.
+        var unadmitted = 0
+        /// One of its operations was held already, and made room in the held table for the rest.
+        var reservedHeldRoom = false
         /// Children admitted to the group this queue runs, not yet counted in its progress: one
         /// progress change per add rather than one per child, made before any of them can run
         /// (see `AddContext.countsGroupProgressOnce`).
@@ -411,7 +417,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding
             batch.operations.removeAll(keepingCapacity: true)
-            perform(state.withLock { $0.scheduler.admitHeld(operation) })
+            let reservingFor = batch.reservedHeldRoom ? 1 : batch.unadmitted
+            batch.reservedHeldRoom = true
+            perform(state.withLock { $0.scheduler.admitHeld(operation, reservingFor: reservingFor) })
             operation.runPipeline(conditions, addingDependenciesTo: self)
         }
     }

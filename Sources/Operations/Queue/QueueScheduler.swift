@@ -129,11 +129,8 @@ struct QueueScheduler {
     /// of them can finish; one that is refused leaves again through `operationLeft()`.
     mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
-        if asyncCount > 1 {
-            // On a suspended or serial queue they will stand in line; on others, those with
-            // dependencies wait (a chain added at once). Room for all costs a few instructions
-            // per operation, and an unused table goes again when the add ends.
-            held.reserveCapacity(forAdding: asyncCount)
+        if asyncCount > 1 && (isSuspended || isSerial) {
+            held.reserveCapacity(forAdding: asyncCount) // they will stand in line
         }
         if let last = admissions.last, last.generation == generation {
             admissions[admissions.count - 1].count += 1
@@ -206,7 +203,12 @@ struct QueueScheduler {
 
     /// Admits an `AsyncOperation` that waits for dependencies or conditions first. It no longer
     /// counts as on its way to Foundation, so a slot may have come free for a waiter.
-    mutating func admitHeld(_ operation: AsyncOperation) -> LetThrough {
+    /// `reservingFor`: the first of its batch to be held makes room for the rest of the batch
+    /// too (a chain added at once), so that the table grows once.
+    mutating func admitHeld(_ operation: AsyncOperation, reservingFor batchRemainder: Int = 1) -> LetThrough {
+        if batchRemainder > 1 {
+            held.reserveCapacity(forAdding: batchRemainder)
+        }
         held.insert(operation)
         var letThrough = LetThrough()
         drainSlotLine(into: &letThrough)
