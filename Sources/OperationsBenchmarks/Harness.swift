@@ -63,7 +63,7 @@ enum Harness {
     }
 
     /// Runs this executable again with `arguments`, in a child process that times its workload
-    /// and prints the seconds (or "WRONG: ..."), so that nothing the workload leaves running
+    /// and prints the seconds (or what went wrong), so that nothing the workload leaves running
     /// outlives it. Where there are no child processes, times `here` in this process instead.
     static func timeInChildProcess(_ arguments: [String], orHere here: () -> String?) -> Run {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
@@ -78,8 +78,12 @@ enum Harness {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0, let seconds = Double(text) else {
-            return Run(seconds: 0, problem: text.isEmpty ? "the child process exited with \(process.terminationStatus)" : text)
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            let ending = process.terminationReason == .exit ? "exited with" : "was killed by signal"
+            return Run(seconds: 0, problem: "the child process \(ending) \(process.terminationStatus)")
+        }
+        guard let seconds = Double(text) else {
+            return Run(seconds: 0, problem: text.isEmpty ? "the child process printed nothing" : text)
         }
         return Run(seconds: seconds, problem: nil)
         #endif

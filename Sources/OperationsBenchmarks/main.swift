@@ -37,7 +37,7 @@ if let index = arguments.firstIndex(of: "--handoff-worker"), index + 3 < argumen
 if let index = arguments.firstIndex(of: "--foundation-chain"), index + 1 < arguments.count {
     // Child process mode of W4: Foundation's chain, timed here (see `Harness.timeInChildProcess`).
     let run = Harness.time { Workloads.foundationChain(Int(arguments[index + 1]) ?? 0) }
-    print(run.problem.map { "WRONG: \($0)" } ?? String(run.seconds))
+    print(run.problem ?? String(run.seconds)) // the parent reads a number, or what went wrong
     exit(0)
 }
 

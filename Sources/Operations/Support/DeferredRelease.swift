@@ -5,7 +5,8 @@
 /// here while the thread is already releasing are parked and dropped by the outermost call.
 enum DeferredRelease {
     /// Takes the objects out of `objects` (leaving it empty, so the caller holds no reference that
-    /// would outlive the loop) and releases them without recursing.
+    /// would outlive the loop) and releases them without recursing. `objects` must be the
+    /// caller's own (a local): the deinits of the objects it releases must not reach it.
     static func release<Object: AnyObject>(_ objects: inout SmallArray<Object>) {
         guard !objects.isEmpty else { return }
         let list = PerThreadState.current

@@ -90,7 +90,8 @@ struct FibonacciSet<Keying: FibonacciKeying> {
     }
 
     /// How far its members sit from their home buckets, in buckets, all together: about a
-    /// third of `count` for well-spread keys at the usual load. For tests of a keying's spread.
+    /// fifth of `count` for well-spread keys at a third full, the usual load after growing. For
+    /// tests of a keying's spread.
     var totalDisplacement: Int {
         var total = 0
         for bucket in buckets.indices {

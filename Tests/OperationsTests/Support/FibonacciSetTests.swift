@@ -63,7 +63,7 @@ private enum AddressKeying: FibonacciKeying {
     @Test(arguments: [16, 208, 336, 528, 880, 1_008, 1_424, 4_096] as [UInt])
     func addressesAFixedStrideApart_spreadOverTheTable(stride: UInt) {
         var addresses = FibonacciSet<AddressKeying>()
-        let base: UInt = 0x7F3A_1C20_4000
+        let base = UInt(truncatingIfNeeded: 0x7F3A_1C20_4000 as UInt64) // a heap address, on 32 bits too
         for index in 0..<10_000 {
             addresses.insert(base + UInt(index) * stride)
         }
