@@ -13,7 +13,8 @@ import Glibc
 // by OPERATIONS_POSTGRES_HOST, _PORT, _USER and _DATABASE (set by .ci/postgres), and logs to one
 // shared file in the format of the core package's category-lock-worker:
 // "begin <pid> <category>:<token>,... <operation>", "end ...", "finish <pid> <operation> ...",
-// "done <pid> <count>", and "lost <pid> <operation>" when a holder's lease is counted lost. Usage:
+// "done <pid> <count>", and "lost <pid> <category>:<token>,... <operation>" when a holder's lease
+// is counted lost. Usage:
 //
 //   postgres-lock-worker --log FILE [--categories a,b] [--operations N] [--queues Q]
 //       [--cancel-percent P] [--hold-microseconds H] [--seed S] [--several]
@@ -99,8 +100,13 @@ final class LoggedOperation: AsyncOperation, @unchecked Sendable { // @unchecked
         }
     }
 
+    /// Its categories with their fencing tokens, as the log lines carry them.
+    var tokens: String {
+        categories.map { "\($0):\(fencingToken(for: $0).map(String.init) ?? "none")" }.joined(separator: ",")
+    }
+
     override func execute() {
-        let tokens = categories.map { "\($0):\(fencingToken(for: $0).map(String.init) ?? "none")" }.joined(separator: ",")
+        let tokens = tokens
         if holdsForever {
             log.append("holding \(pid) \(tokens) \(name ?? "")")
             return // never finishes: the process is killed while it holds its categories
@@ -122,14 +128,21 @@ struct FinishLogger: OperationObserver {
     }
 }
 
-/// Logs "lost <pid> <operation>" when the lock cancels a holder whose lease it counts lost (a
-/// heartbeat unanswered within `heartbeatTimeout`), so that a test can tell that apart from a
-/// broken exclusion.
+/// Logs "lost <pid> <category>:<token>,... <operation>" when the lock cancels a holder with
+/// `CategoryLockError.lost` (a heartbeat unanswered within `heartbeatTimeout`): from that line on
+/// its categories are free, so that a test can tell a lost lease apart from a broken exclusion.
+/// The lock cancels the holder before it closes the session that holds the advisory lock.
 struct LossLogger: OperationObserver {
     let log: SharedLog
 
     func operationDidCancel(_ operation: AsyncOperation) {
-        log.append("lost \(pid) \(operation.name ?? "")")
+        guard let holder = operation as? LoggedOperation, operation.errors.contains(where: Self.isLost) else { return }
+        log.append("lost \(pid) \(holder.tokens) \(operation.name ?? "")")
+    }
+
+    private static func isLost(_ error: any Error) -> Bool {
+        if case .lost? = error as? CategoryLockError { return true }
+        return false
     }
 }
 

@@ -37,15 +37,26 @@ public final class ChildProcess: @unchecked Sendable { // @unchecked: `process` 
 }
 
 /// What processes sharing categories wrote to their shared log ("begin <pid> <category>:<token>,...
-/// <operation>", "end ...", "finish <pid> <operation> ...", "done <pid> <count>", "lost <pid>
-/// <operation>"), checked: no two operations of a category overlapped, tokens grew strictly per
-/// category, every operation finished exactly once.
+/// <operation>", "end ...", "lost ...", "finish <pid> <operation> ...", "done <pid> <count>"),
+/// checked: no two operations of a category overlapped, tokens grew strictly per category, every
+/// operation finished exactly once.
+/// Appends `line` to the shared log at `path` as the workers do (one `write` with `O_APPEND`, so
+/// that it never lands inside another process's line).
+public func appendToSharedLog(_ line: String, at path: String) {
+    let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { return }
+    defer { close(descriptor) }
+    let bytes = Array((line + "\n").utf8)
+    _ = write(descriptor, bytes, bytes.count)
+}
+
 public struct SharedLogCheck: Sendable {
     public private(set) var problems: [String] = []
     public private(set) var begun = 0
     public private(set) var finishes: [String: Int] = [:]
     public private(set) var workersDone = 0
-    /// How many holders logged that the lock counted their lease lost ("lost <pid> <operation>").
+    /// How many holders logged that the lock counted their lease lost ("lost <pid>
+    /// <category>:<token>,... <operation>"); their categories count as free from that line on.
     public private(set) var leasesLost = 0
     /// The latest token of each category.
     public private(set) var lastToken: [String: UInt64] = [:]
@@ -64,7 +75,9 @@ public struct SharedLogCheck: Sendable {
             case "done":
                 workersDone += 1
             case "lost":
+                guard fields.count >= 4 else { problems.append("malformed: \(line)"); continue }
                 leasesLost += 1
+                record("end", name: fields[3], tokens: fields[2], holders: &holders) // free from here
             default:
                 break
             }
