@@ -62,31 +62,51 @@ enum Harness {
         return Run(seconds: Double(end - start) / 1e9, problem: problem)
     }
 
-    /// Runs this executable again with `arguments`, in a child process that times its workload
-    /// and prints the seconds (or what went wrong), so that nothing the workload leaves running
-    /// outlives it. Where there are no child processes, times `here` in this process instead.
-    static func timeInChildProcess(_ arguments: [String], orHere here: () -> String?) -> Run {
+    /// What a child process of this executable came to.
+    enum ChildOutcome {
+        /// It exited with status 0, having printed this (trimmed).
+        case printed(String)
+        /// It could not start, exited with another status, or was killed.
+        case failed(String)
+    }
+
+    /// Runs this executable again with `arguments` and waits for it; `nil` where there are no
+    /// child processes.
+    static func runThisExecutable(_ arguments: [String]) -> ChildOutcome? {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        return time(here)
+        return nil
         #else
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
-        do { try process.run() } catch { return Run(seconds: 0, problem: "cannot start a child process: \(error)") }
+        do { try process.run() } catch { return .failed("cannot start a child process: \(error)") }
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let ending = process.terminationReason == .exit ? "exited with" : "was killed by signal"
-            return Run(seconds: 0, problem: "the child process \(ending) \(process.terminationStatus)")
+            return .failed("the child process \(ending) \(process.terminationStatus)")
         }
-        guard let seconds = Double(text) else {
-            return Run(seconds: 0, problem: text.isEmpty ? "the child process printed nothing" : text)
-        }
-        return Run(seconds: seconds, problem: nil)
+        return .printed(output.trimmingCharacters(in: .whitespacesAndNewlines))
         #endif
+    }
+
+    /// Runs this executable again with `arguments`, in a child process that times its workload
+    /// and prints the seconds (or what went wrong), so that nothing the workload leaves running
+    /// outlives it. Where there are no child processes, times `here` in this process instead.
+    static func timeInChildProcess(_ arguments: [String], orHere here: () -> String?) -> Run {
+        switch runThisExecutable(arguments) {
+        case nil:
+            return time(here)
+        case let .failed(problem)?:
+            return Run(seconds: 0, problem: problem)
+        case let .printed(text)?:
+            guard let seconds = Double(text) else {
+                return Run(seconds: 0, problem: text.isEmpty ? "the child process printed nothing" : text)
+            }
+            return Run(seconds: seconds, problem: nil)
+        }
     }
 
     static func format(_ seconds: Double) -> String {

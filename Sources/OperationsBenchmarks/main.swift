@@ -166,19 +166,10 @@ if shouldRun("W7") {
 if shouldRun("MEMORY") {
     print("\nPeak memory for W1 (separate processes)")
     @MainActor func probeMemory(_ variant: String) -> Double? {
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        return nil // no child processes there
-        #else
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--memory-probe", variant] + (quick ? ["--quick"] : [])
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch { return nil }
-        process.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
-        #endif
+        guard case let .printed(peak)? = Harness.runThisExecutable(["--memory-probe", variant] + (quick ? ["--quick"] : [])) else {
+            return nil // no child processes here, or the probe failed
+        }
+        return Double(peak)
     }
     // The peak depends on how far the adding thread gets ahead of the workers, which varies a lot
     // from run to run: take the median of several probes of each, alternating. The second
