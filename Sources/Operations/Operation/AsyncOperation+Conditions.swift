@@ -111,9 +111,8 @@ extension AsyncOperation {
     /// `queue`: the queue whose turn it takes as the evaluation begins (in the same step).
     private func evaluate(_ conditions: [any OperationCondition], categories: [String], in group: GroupOperation?, lineRoot: UInt64?, takingTurnOn queue: AsyncOperationQueue? = nil) {
         if let category = group?.heldCategory(among: categories) {
-            if let queue, !takeTurn(on: queue) { return }
-            OperationDiagnostics.report(.categoryHeldByEnclosingGroup, self, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever")
-            finish(with: AsyncOperationError.categoryHeldByEnclosingGroup(category: category, operation: displayName))
+            failBeforeEvaluating(.categoryHeldByEnclosingGroup, "the operation needs the mutually exclusive category '\(category)', which its enclosing group holds; it fails instead of waiting forever",
+                                 with: .categoryHeldByEnclosingGroup(category: category, operation: displayName), takingTurnOn: queue)
             return
         }
         var gate: CategoryLockGate?
@@ -124,9 +123,8 @@ extension AsyncOperation {
             case let .gate(made)?:
                 gate = made
             case let .conflict(category)?:
-                if let queue, !takeTurn(on: queue) { return }
-                OperationDiagnostics.report(.categoryLockConflict, self, "the operation names the mutually exclusive category '\(category)' with a different lock than other conditions or operations in this process; it fails instead of running without exclusion")
-                finish(with: AsyncOperationError.categoryLockConflict(category: category, operation: displayName))
+                failBeforeEvaluating(.categoryLockConflict, "the operation names the mutually exclusive category '\(category)' with a different lock than other conditions or operations in this process; it fails instead of running without exclusion",
+                                     with: .categoryLockConflict(category: category, operation: displayName), takingTurnOn: queue)
                 return
             }
         }
@@ -155,6 +153,15 @@ extension AsyncOperation {
         case let .handOut(awaited):
             handOut(conditions, awaited: awaited)
         }
+    }
+
+    /// Fails the operation before its conditions are evaluated, reporting `kind` with `message`.
+    /// On `queue`, it takes the turn first: an operation that finished meanwhile gives it back
+    /// instead, and is neither reported nor finished again.
+    private func failBeforeEvaluating(_ kind: OperationDiagnostic.Kind, _ message: String, with error: AsyncOperationError, takingTurnOn queue: AsyncOperationQueue?) {
+        if let queue, !takeTurn(on: queue) { return }
+        OperationDiagnostics.report(kind, self, message)
+        finish(with: error)
     }
 
     /// Calls `evaluate(for:completion:)` of the conditions `awaited` names, each with its own
