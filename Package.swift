@@ -15,7 +15,9 @@ let package = Package(
         .executable(name: "category-lock-worker", targets: ["CategoryLockWorker"]),
     ],
     targets: [
-        .target(name: "Operations"),
+        .target(name: "Operations", dependencies: ["OperationsFutex"]),
+        // Linux's futex calls for the engine's lock (Swift cannot call the variadic `syscall`).
+        .target(name: "OperationsFutex"),
         .target(name: "Conditions", dependencies: ["Operations"]),
         .target(name: "Observers", dependencies: ["Operations"]),
         .executableTarget(

@@ -1,16 +1,5 @@
 #if canImport(Darwin)
-import Darwin
 import os // os_unfair_lock
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-#if canImport(Darwin)
-typealias PlatformMutex = os_unfair_lock
-#else
-typealias PlatformMutex = pthread_mutex_t
 #endif
 
 /// A value that can only be reached while holding its lock: the one lock type of this package
@@ -64,25 +53,14 @@ final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
         let buffer = create(minimumCapacity: 1) { _ in build() }
         let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { mutex in
-            #if canImport(Darwin)
-            mutex.initialize(to: os_unfair_lock())
-            #else
-            mutex.initialize(to: pthread_mutex_t())
-            let status = PlatformMutexAttributes.shared.withAttributes { pthread_mutex_init(mutex, $0) }
-            precondition(status == 0, "pthread_mutex_init failed: \(status)")
-            #endif
+            mutex.initialize(to: PlatformMutex())
         }
         return storage
     }
 
     deinit {
-        // ManagedBuffer destroys the header (the value) itself; the mutex is ours to tear down.
-        withUnsafeMutablePointerToElements { mutex in
-            #if !canImport(Darwin)
-            pthread_mutex_destroy(mutex)
-            #endif
-            mutex.deinitialize(count: 1)
-        }
+        // ManagedBuffer destroys the header (the value) itself; the mutex is ours.
+        _ = withUnsafeMutablePointerToElements { mutex in mutex.deinitialize(count: 1) }
     }
 
     @inline(__always)
@@ -96,39 +74,13 @@ final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
             os_unfair_lock_lock(mutex)
             defer { os_unfair_lock_unlock(mutex) }
             #else
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+            PlatformMutex.lock(mutex)
+            defer { PlatformMutex.unlock(mutex) }
             #endif
             return try body(&value.pointee)
         }
     }
 }
-
-#if !canImport(Darwin)
-/// The attributes every mutex is made with: adaptive, so that a thread finding the lock taken
-/// spins briefly before sleeping. Our critical sections are a few dozen instructions; sleeping in
-/// the kernel for them cost more than the work itself under contention (W2 went from 2.2 to 1.6
-/// times the reference).
-final class PlatformMutexAttributes: @unchecked Sendable {
-    // @unchecked Sendable: `attributes` is written once, in `init`, and only read afterwards.
-    static let shared = PlatformMutexAttributes()
-
-    private let attributes: UnsafeMutablePointer<pthread_mutexattr_t>
-
-    private init() {
-        attributes = .allocate(capacity: 1)
-        attributes.initialize(to: pthread_mutexattr_t())
-        pthread_mutexattr_init(attributes)
-        #if canImport(Glibc)
-        pthread_mutexattr_settype(attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-        #endif
-    }
-
-    func withAttributes<Result>(_ body: (UnsafePointer<pthread_mutexattr_t>) -> Result) -> Result {
-        body(attributes)
-    }
-}
-#endif
 
 extension Optional {
     /// Returns the value and leaves `nil` behind: inside `withLock`, return what this takes out,
