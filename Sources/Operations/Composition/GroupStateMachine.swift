@@ -77,7 +77,9 @@ struct GroupStateMachine<Child> {
 
     mutating func childFinished(errors: [any Error]) -> Action {
         unfinishedChildren -= 1
-        childErrors.append(contentsOf: errors)
+        if !errors.isEmpty { // appending nothing still makes the empty array a buffer of its own
+            childErrors.append(contentsOf: errors)
+        }
         return settle()
     }
 
