@@ -15,7 +15,10 @@ let package = Package(
         .executable(name: "category-lock-worker", targets: ["CategoryLockWorker"]),
     ],
     targets: [
-        .target(name: "Operations", dependencies: ["OperationsFutex"]),
+        .target(
+            name: "Operations",
+            dependencies: [.target(name: "OperationsFutex", condition: .when(platforms: [.linux, .android]))]
+        ),
         // Linux's futex calls for the engine's lock (Swift cannot call the variadic `syscall`).
         .target(name: "OperationsFutex"),
         .target(name: "Conditions", dependencies: ["Operations"]),

@@ -77,7 +77,7 @@ struct GroupStateMachine<Child> {
 
     mutating func childFinished(errors: [any Error]) -> Action {
         unfinishedChildren -= 1
-        if !errors.isEmpty { // appending nothing still makes the empty array a buffer of its own
+        if !errors.isEmpty { // appending nothing still took Array's copy-on-write slow path
             childErrors.append(contentsOf: errors)
         }
         return settle()

@@ -3,7 +3,7 @@ import os
 
 /// `Locked`'s mutex on Apple platforms.
 typealias PlatformMutex = os_unfair_lock
-#else
+#elseif os(Linux) || os(Android)
 internal import OperationsFutex
 import Synchronization
 
@@ -73,9 +73,12 @@ struct PlatformMutex: ~Copyable {
         }
     }
 
-    /// The word's address for the kernel: the struct's only stored property is the word.
-    private static func wordAddress(_ mutex: UnsafeMutablePointer<PlatformMutex>) -> UnsafeMutablePointer<UInt32> {
-        UnsafeMutableRawPointer(mutex).assumingMemoryBound(to: UInt32.self)
+    /// The word's address for the kernel: the struct's only stored property is the word, at
+    /// offset 0 (`LockedTests` checks that the struct is the word's 4 bytes and nothing else).
+    private static func wordAddress(_ mutex: UnsafeMutablePointer<PlatformMutex>) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(mutex)
     }
 }
+#else
+#error("Locked needs a mutex for this platform: os_unfair_lock on Apple platforms, a futex on Linux")
 #endif

@@ -4,20 +4,26 @@
 #define OPERATIONS_FUTEX_H
 
 #if defined(__linux__)
+#include <errno.h>
 #include <linux/futex.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/// Sleeps while `*word` is `expected`; returns at once if it is not, on a wake-up, or on a
-/// signal. The caller checks the word again either way.
-static inline void operations_futex_wait(uint32_t *word, uint32_t expected) {
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+/// Sleeps while the 32-bit word at `word` holds `expected`; returns at once if it does not, on a
+/// wake-up, or on a signal. The caller checks the word again either way. `errno` is left as it
+/// was, as taking a lock never changed it.
+static inline void operations_futex_wait(void *word, uint32_t expected) {
+    int saved = errno;
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+    errno = saved;
 }
 
-/// Wakes one thread sleeping on `word`, if there is one.
-static inline void operations_futex_wake_one(uint32_t *word) {
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+/// Wakes one thread sleeping on the word at `word`, if there is one. `errno` is left as it was.
+static inline void operations_futex_wake_one(void *word) {
+    int saved = errno;
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
 }
 
 /// Tells the processor this thread is spinning on a word another thread will change.
