@@ -1235,11 +1235,12 @@ struct OperationLifecycle {
         return remains
     }
 
-    /// Moves `value` out, leaving `empty` in its place.
+    /// Moves `value` out, leaving `empty` in its place: one move, where `swap` makes three (a
+    /// dependent list holds weak references, whose every move is a call into the runtime).
     @inline(__always)
     private static func take<Value>(_ value: inout Value, leaving empty: Value) -> Value {
-        var taken = empty
-        swap(&taken, &value)
+        let taken = consume value
+        value = empty
         return taken
     }
 }
