@@ -1,7 +1,3 @@
-#if canImport(Darwin)
-import os // os_unfair_lock
-#endif
-
 /// A value that can only be reached while holding its lock: the one lock type of this package
 /// (`package`, so the Conditions and Observers modules use it too). Like NIO's locked value box,
 /// it is `Sendable` only where its value is.
@@ -70,13 +66,8 @@ final class LockStorage<Value>: ManagedBuffer<Value, PlatformMutex> {
         defer { LockDiscipline.didUnlock() }
         #endif
         return try withUnsafeMutablePointers { value, mutex in
-            #if canImport(Darwin)
-            os_unfair_lock_lock(mutex)
-            defer { os_unfair_lock_unlock(mutex) }
-            #else
-            PlatformMutex.lock(mutex)
+            PlatformMutex.lock(mutex) // the platform's choice of mutex: PlatformMutex.swift
             defer { PlatformMutex.unlock(mutex) }
-            #endif
             return try body(&value.pointee)
         }
     }

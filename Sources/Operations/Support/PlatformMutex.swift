@@ -3,6 +3,18 @@ import os
 
 /// `Locked`'s mutex on Apple platforms.
 typealias PlatformMutex = os_unfair_lock
+
+extension os_unfair_lock {
+    @inline(__always)
+    static func lock(_ mutex: UnsafeMutablePointer<os_unfair_lock>) {
+        os_unfair_lock_lock(mutex)
+    }
+
+    @inline(__always)
+    static func unlock(_ mutex: UnsafeMutablePointer<os_unfair_lock>) {
+        os_unfair_lock_unlock(mutex)
+    }
+}
 #elseif os(Linux) || os(Android)
 internal import OperationsFutex
 import Synchronization
