@@ -50,9 +50,10 @@ extension AsyncOperation {
     /// lifecycle carried.
     func logWaiting(through binding: LoggingObserver) {
         guard binding.minimumLevel <= .debug else { return } // a snapshot only if it will be heard
+        let mark = binding.eventsMade // the wait may end before the event is made
         let reasons = snapshot().waitsFor
         guard !reasons.isEmpty else { return }
-        binding.log(.waiting(reasons), of: self)
+        binding.log(.waiting(reasons), of: self, madeSince: mark)
     }
 }
 

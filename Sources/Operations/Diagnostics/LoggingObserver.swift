@@ -5,11 +5,12 @@ import Foundation
 /// The lifecycle keeps it as the operation's `logger` (for the events on the way to execution)
 /// and among its observers (for the observer events: started, cancelled, produced, finished,
 /// with the observers' guarantees of order and of exactly once). Every event it makes carries
-/// the operation's identity.
+/// the operation's identity, and the logger hears them in the order they were made
+/// (`LogEventOrder`).
 ///
 /// A class, so that the lifecycle's answers can carry it as one reference (`nil` on a queue
 /// without a logger, the common case) and the operation need not take its lock again to log.
-final class LoggingObserver: OperationObserver, OperationLogger {
+final class LoggingObserver: OperationObserver {
     /// The queue's logger.
     let logger: any OperationLogger
     /// The queue the operation was added to, as log events name it.
@@ -20,6 +21,7 @@ final class LoggingObserver: OperationObserver, OperationLogger {
     let groupID: OperationID?
     /// The identities of its dependencies that log, as they were when it was added.
     let dependencyIDs: [OperationID]
+    private let order = Locked.make(LogEventOrder())
 
     /// Binds `logger` to one operation, named by `operationID`, on `queue`.
     init(logger: any OperationLogger, queue: QueueMention?, operationID: OperationID, groupID: OperationID?, dependencyIDs: [OperationID]) {
@@ -32,14 +34,17 @@ final class LoggingObserver: OperationObserver, OperationLogger {
 
     var minimumLevel: OperationLogLevel { logger.minimumLevel }
 
-    func log(_ event: OperationLogEvent) {
-        logger.log(event)
+    /// The mark of a snapshot about to be taken, for `log(_:of:madeSince:)`.
+    var eventsMade: UInt64 {
+        order.withLock { $0.eventsMade }
     }
 
     /// Logs `kind` for `operation` if the level is wanted; `errors` is read only then.
-    func log(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error] = []) {
+    /// `mark`: `kind` describes a snapshot taken after `eventsMade` read `mark`; it is dropped if
+    /// another event was made since.
+    func log(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error] = [], madeSince mark: UInt64? = nil) {
         guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return }
-        logger.log(OperationLogEvent(
+        let event = OperationLogEvent(
             operationName: operation.displayName,
             queueName: queue?.name,
             kind: kind,
@@ -47,7 +52,14 @@ final class LoggingObserver: OperationObserver, OperationLogger {
             groupID: groupID,
             dependencyIDs: dependencyIDs,
             errors: errors()
-        ))
+        )
+        guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
+        logger.log(event)
+        var madeMeanwhile = order.withLock { $0.delivered() }
+        while !madeMeanwhile.isEmpty {
+            madeMeanwhile.forEach(logger.log)
+            madeMeanwhile = order.withLock { $0.delivered() }
+        }
     }
 
     func operationDidStart(_ operation: AsyncOperation) {

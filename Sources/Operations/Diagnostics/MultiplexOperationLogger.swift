@@ -7,7 +7,7 @@
 ///
 /// Its own `minimumLevel` is the lowest of theirs (read once, when it is made), so an event is
 /// made if any of them wants it, and given only to those that do. The loggers are called one after another, in order, on the
-/// thread where the event happened.
+/// thread that hands it the event.
 public struct MultiplexOperationLogger: OperationLogger {
     /// The loggers, in the order they hear each event.
     public let loggers: [any OperationLogger]

@@ -180,8 +180,10 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
 
 /// Hears the lifecycle of every operation on a queue that has it as its `logger`: added, waiting
 /// (and for what), conditions answered, categories granted, started, cancelled, produced,
-/// finished. Each event comes once, in the order it happened for its operation, on the thread
-/// where it happened.
+/// finished. Each event comes once, and an operation's events come one at a time, in the order
+/// they happened, on the thread where they happened; only an event that happens while another
+/// of the same operation is being heard comes right after that one, on its thread. A `waiting`
+/// event is left out if the wait it describes ended before it could be heard.
 ///
 /// Send the events to your own logging with a few lines; a queue without a logger (the
 /// default) makes no events at all, and neither does a logger whose `minimumLevel` is `.error`
@@ -198,7 +200,8 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
 public protocol OperationLogger: Sendable {
     /// Events below this level are not even made. The default is `.trace` (everything).
     var minimumLevel: OperationLogLevel { get }
-    /// Called for each event at or above `minimumLevel`, on the thread where it happened.
+    /// Called for each event at or above `minimumLevel`, on the thread where it happened (or,
+    /// when another event of the same operation was being heard then, right after that one).
     func log(_ event: OperationLogEvent)
 }
 

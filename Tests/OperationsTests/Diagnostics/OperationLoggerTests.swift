@@ -57,6 +57,68 @@ import TestSupport
         #expect(logger.kinds(of: holder.name!) == [.added, .conditionsAnswered(failures: 0), .categoriesGranted([category]), .started, .finished(errors: [])])
     }
 
+    /// Holds the worker in the logger while it hears `.started`, so that the test can make
+    /// another event of the operation meanwhile.
+    private struct StartHoldingLogger: OperationLogger {
+        let events = Recorder<(kind: OperationLogEvent.Kind, thread: Thread)>()
+        let startHeard = Signal()
+        let letStartEnd = Signal()
+
+        func log(_ event: OperationLogEvent) {
+            if event.kind == .started {
+                startHeard.signal()
+                _ = letStartEnd.wait()
+            }
+            events.append((event.kind, Thread.current))
+        }
+    }
+
+    @Test func anEventMadeWhileAnotherIsHeard_comesRightAfterIt_onTheHearingThread() {
+        let logger = StartHoldingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let operation = AsyncBlockOperation {}
+        queue.addOperation(operation)
+        #expect(logger.startHeard.wait())
+
+        operation.cancel() // returns at once: the worker, still hearing `.started`, hears it next
+        logger.letStartEnd.signal()
+        #expect(waitUntilFinished([operation]))
+        #expect(waitUntil { logger.events.all.last?.kind == .finished(errors: []) })
+
+        let events = logger.events.all
+        #expect(events.map(\.kind) == [.added, .started, .cancelled, .finished(errors: [])])
+        let started = events.first { $0.kind == .started }
+        #expect(events.first { $0.kind == .cancelled }?.thread === started?.thread)
+        #expect(started?.thread !== Thread.current)
+    }
+
+    /// The adding thread snapshots what a chain's link waits for while the links before it may
+    /// already run: a wait that ended meanwhile is not heard after what ended it. (Under load this
+    /// failed before the snapshot was checked against the events made since.)
+    @Test func manyChains_neverHearAWaitAfterItEnded() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let prefix = uniqueName("link")
+        var links: [Operation] = []
+        for chain in 0..<3_000 {
+            let chainLinks = (0..<3).map { link in
+                let operation = AsyncBlockOperation {}
+                operation.name = "\(prefix)-\(chain)-\(link)"
+                return operation
+            }
+            links += chainLinks
+            queue.addChain(chainLinks, waitUntilFinished: false)
+        }
+        #expect(waitUntilFinished(links))
+        #expect(waitUntil { logger.events.all.filter { $0.kind == .finished(errors: []) }.count == links.count })
+
+        let kindsByLink = Dictionary(grouping: logger.events.all, by: \.operationName).mapValues { $0.map(\.kind) }
+        let disordered = kindsByLink.filter { $0.value.last != .finished(errors: []) || $0.value.first != .added }
+        #expect(disordered.isEmpty, "\(disordered.prefix(3))")
+    }
+
     @Test func cancelledAndFailedOperations_areLoggedWithTheirLevels() {
         let logger = RecordingLogger()
         let queue = AsyncOperationQueue()

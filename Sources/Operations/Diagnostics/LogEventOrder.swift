@@ -1,0 +1,51 @@
+/// The order in which a logger hears one operation's events: the order they were made, one at a
+/// time.
+///
+/// Events of one operation are made on several threads (the adding thread, the worker that runs
+/// it, a thread that cancels it). Whoever makes an event while none is being heard delivers it
+/// on its own thread; an event made meanwhile is left to that deliverer, which hears it next.
+///
+/// A `.waiting` event describes a snapshot, and the operation may move on between the snapshot
+/// and the event: it is made only if no other event was made since the snapshot began
+/// (`madeSince:`), so that it never comes after the event that ended the wait.
+struct LogEventOrder {
+    /// What to do with an event that was made.
+    enum Admission: Equatable {
+        /// Deliver it now, then ask `delivered()` for what was made meanwhile.
+        case deliver
+        /// Another thread is delivering and delivers it next: nothing more to do.
+        case leftToTheDeliverer
+        /// Its snapshot is older than an event made since: drop it.
+        case stale
+    }
+
+    /// How many events were made; a snapshot remembers it as its mark.
+    private(set) var eventsMade: UInt64 = 0
+    private var isDelivering = false
+    private var madeWhileDelivering: [OperationLogEvent] = []
+
+    /// `event` was made. `mark`: the `eventsMade` read before its snapshot, for a snapshot event.
+    mutating func made(_ event: OperationLogEvent, madeSince mark: UInt64? = nil) -> Admission {
+        if let mark, mark != eventsMade {
+            return .stale
+        }
+        eventsMade &+= 1
+        guard !isDelivering else {
+            madeWhileDelivering.append(event)
+            return .leftToTheDeliverer
+        }
+        isDelivering = true
+        return .deliver
+    }
+
+    /// The deliverer heard what it had; returns what was made meanwhile, to hear next in this
+    /// order, or nothing when it is done.
+    mutating func delivered() -> [OperationLogEvent] {
+        guard !madeWhileDelivering.isEmpty else {
+            isDelivering = false
+            return []
+        }
+        defer { madeWhileDelivering = [] }
+        return madeWhileDelivering
+    }
+}

@@ -1,0 +1,48 @@
+@testable import Operations
+import Testing
+
+/// One operation's log events are heard one at a time, in the order they were made, and a
+/// `waiting` snapshot overtaken by a later event is dropped.
+@Suite struct LogEventOrderTests {
+    private func event(_ kind: OperationLogEvent.Kind) -> OperationLogEvent {
+        OperationLogEvent(operationName: "save", queueName: nil, kind: kind)
+    }
+
+    @Test func anEventMadeWhileNoneIsHeard_isDeliveredByItsMaker() {
+        var order = LogEventOrder()
+        #expect(order.made(event(.added)) == .deliver)
+        #expect(order.delivered().isEmpty)
+        #expect(order.made(event(.started)) == .deliver)
+    }
+
+    @Test func eventsMadeWhileOneIsHeard_goToItsDeliverer_inTheOrderMade() {
+        var order = LogEventOrder()
+        #expect(order.made(event(.started)) == .deliver)
+        #expect(order.made(event(.cancelled)) == .leftToTheDeliverer)
+        #expect(order.made(event(.finished(errors: []))) == .leftToTheDeliverer)
+
+        #expect(order.delivered().map(\.kind) == [.cancelled, .finished(errors: [])])
+        #expect(order.made(event(.produced("next"))) == .leftToTheDeliverer) // still delivering
+        #expect(order.delivered().map(\.kind) == [.produced("next")])
+        #expect(order.delivered().isEmpty)
+        #expect(order.made(event(.added)) == .deliver)
+    }
+
+    @Test func aSnapshotOvertakenByAnotherEvent_isStale_andCountsForNothing() {
+        var order = LogEventOrder()
+        let mark = order.eventsMade
+        #expect(order.made(event(.started)) == .deliver)
+        #expect(order.made(event(.waiting([.dependency("fetch")])), madeSince: mark) == .stale)
+        #expect(order.eventsMade == mark + 1)
+        #expect(order.delivered().isEmpty) // the stale event was not left to the deliverer either
+    }
+
+    @Test func aSnapshotNothingOvertook_isMade_andLaterSnapshotsMarkAfterIt() {
+        var order = LogEventOrder()
+        #expect(order.made(event(.added)) == .deliver)
+        let mark = order.eventsMade
+        #expect(order.made(event(.waiting([.dependency("fetch")])), madeSince: mark) == .leftToTheDeliverer)
+        #expect(order.made(event(.waiting([.dependency("fetch")])), madeSince: mark) == .stale)
+        #expect(order.delivered().map(\.kind) == [.waiting([.dependency("fetch")])])
+    }
+}
