@@ -35,11 +35,19 @@ struct ConditionIndexSet {
             if isMember { first |= 1 << UInt64(index) } else { first &= ~(1 << UInt64(index)) }
             return
         }
-        if index - 64 >= later.count {
+        setLater(index - 64, to: isMember)
+    }
+
+    /// The flags beyond the first 64, out of line: inlined into a loop that sets members, the
+    /// optimizer made `later` unique before the loop, allocating an array per loop even when
+    /// every index was below 64.
+    @inline(never)
+    private mutating func setLater(_ offset: Int, to isMember: Bool) {
+        if offset >= later.count {
             guard isMember else { return }
-            later.append(contentsOf: repeatElement(false, count: index - 64 - later.count + 1))
+            later.append(contentsOf: repeatElement(false, count: offset - later.count + 1))
         }
-        later[index - 64] = isMember
+        later[offset] = isMember
     }
 
     /// Calls `body` with each index in the set, in order.
