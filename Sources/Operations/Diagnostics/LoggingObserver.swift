@@ -55,10 +55,8 @@ final class LoggingObserver: OperationObserver {
         )
         guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
         logger.log(event)
-        var madeMeanwhile = order.withLock { $0.delivered() }
-        while !madeMeanwhile.isEmpty {
+        while case let .deliver(madeMeanwhile) = order.withLock({ $0.delivered() }) {
             madeMeanwhile.forEach(logger.log)
-            madeMeanwhile = order.withLock { $0.delivered() }
         }
     }
 

@@ -180,10 +180,14 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
 
 /// Hears the lifecycle of every operation on a queue that has it as its `logger`: added, waiting
 /// (and for what), conditions answered, categories granted, started, cancelled, produced,
-/// finished. Each event comes once, and an operation's events come one at a time, in the order
-/// they happened, on the thread where they happened; only an event that happens while another
-/// of the same operation is being heard comes right after that one, on its thread. A `waiting`
-/// event is left out if the wait it describes ended before it could be heard.
+/// finished. Each event comes once. An operation's events come one at a time, in the order they
+/// were made, each on the thread where it happened; an event made while another of the same
+/// operation is being heard comes after it (and after any made before it), on that thread, so
+/// the operation may have moved on by then. A `waiting` event is a snapshot: it is left out when
+/// another event of the operation was made between the snapshot and its turn to be heard.
+///
+/// `log(_:)` may block (on a lock of its own, a file write), but must not wait for another
+/// event of the same operation: that event would be left to the blocked thread.
 ///
 /// Send the events to your own logging with a few lines; a queue without a logger (the
 /// default) makes no events at all, and neither does a logger whose `minimumLevel` is `.error`
@@ -201,7 +205,8 @@ public protocol OperationLogger: Sendable {
     /// Events below this level are not even made. The default is `.trace` (everything).
     var minimumLevel: OperationLogLevel { get }
     /// Called for each event at or above `minimumLevel`, on the thread where it happened (or,
-    /// when another event of the same operation was being heard then, right after that one).
+    /// when another event of the same operation was being heard then, after that one, on its
+    /// thread).
     func log(_ event: OperationLogEvent)
 }
 

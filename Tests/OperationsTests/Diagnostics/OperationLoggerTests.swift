@@ -93,6 +93,69 @@ import TestSupport
         #expect(started?.thread !== Thread.current)
     }
 
+    /// A dependency whose name, read by the thread it was armed for, blocks until released: the
+    /// adding thread reads it as it snapshots what a newly added dependent waits for.
+    private final class NameHoldingDependency: AsyncOperation, @unchecked Sendable {
+        // @unchecked Sendable: `armedThread` is only touched while holding `lock`.
+        private let lock = NSLock()
+        private var armedThread: Thread?
+        let nameRead = Signal()
+        let releaseName = Signal()
+        let finishNow = Signal()
+
+        func arm(for thread: Thread) {
+            lock.withLock { armedThread = thread }
+        }
+
+        override var name: String? {
+            get {
+                let isArmed = lock.withLock {
+                    defer { if armedThread === Thread.current { armedThread = nil } }
+                    return armedThread === Thread.current
+                }
+                if isArmed {
+                    nameRead.signal()
+                    _ = releaseName.wait()
+                }
+                return super.name
+            }
+            set { super.name = newValue }
+        }
+
+        override func execute() {
+            _ = finishNow.wait()
+            finish()
+        }
+    }
+
+    @Test func aWaitThatEndedBeforeItWasHeard_isLeftOut() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let dependency = NameHoldingDependency()
+        dependency.name = uniqueName("fetch")
+        let operation = AsyncBlockOperation {}
+        operation.name = uniqueName("parse")
+        operation.addDependency(dependency)
+        queue.addOperation(dependency)
+
+        let added = Signal()
+        let adder = Thread {
+            dependency.arm(for: Thread.current)
+            queue.addOperation(operation) // snapshots "waits for fetch", then blocks reading its name
+            added.signal()
+        }
+        adder.start()
+        #expect(dependency.nameRead.wait())
+        dependency.finishNow.signal()
+        #expect(waitUntilFinished([operation]))
+        #expect(waitUntil { logger.kinds(of: operation.name!).last == .finished(errors: []) })
+        dependency.releaseName.signal()
+        #expect(added.wait())
+
+        #expect(logger.kinds(of: operation.name!) == [.added, .started, .finished(errors: [])])
+    }
+
     /// The adding thread snapshots what a chain's link waits for while the links before it may
     /// already run: a wait that ended meanwhile is not heard after what ended it. (Under load this
     /// failed before the snapshot was checked against the events made since.)
@@ -115,7 +178,11 @@ import TestSupport
         #expect(waitUntil { logger.events.all.filter { $0.kind == .finished(errors: []) }.count == links.count })
 
         let kindsByLink = Dictionary(grouping: logger.events.all, by: \.operationName).mapValues { $0.map(\.kind) }
-        let disordered = kindsByLink.filter { $0.value.last != .finished(errors: []) || $0.value.first != .added }
+        let disordered = kindsByLink.filter { _, kinds in
+            let afterStarting = kinds.drop { $0 != .started }
+            let waitedAfterStarting = afterStarting.contains { if case .waiting = $0 { true } else { false } }
+            return kinds.first != .added || kinds.last != .finished(errors: []) || afterStarting.isEmpty || waitedAfterStarting
+        }
         #expect(disordered.isEmpty, "\(disordered.prefix(3))")
     }
 
