@@ -17,10 +17,10 @@ public struct NoFailedDependencies: OperationCondition, AnswersAtOnce {
     /// Looks at the operation's dependencies; what the queue calls instead of
     /// `evaluate(for:completion:)`.
     package func answer(for operation: AsyncOperation) -> ConditionResult {
-        let failed = operation.dependencies
-            .compactMap { $0 as? AsyncOperation }
-            .filter(\.isFailed)
-            .map { $0.name ?? String(describing: type(of: $0)) }
+        var failed: [String] = [] // no array at all when none failed, the common case
+        for case let dependency as AsyncOperation in operation.dependencies where dependency.isFailed {
+            failed.append(dependency.name ?? String(describing: type(of: dependency)))
+        }
         return failed.isEmpty ? .satisfied : .failed(ConditionError.dependenciesFailed(failed))
     }
 }
