@@ -25,11 +25,14 @@ enum ConditionKinds {
 
     static func kind(of condition: any OperationCondition) -> Kind {
         let type = typeIdentity(of: condition)
-        let memo = PerThreadState.current
-        if let known = memo.conditionKinds.first(where: { $0.type == type }) {
-            return known.kind
+        let known = PerThreadState.withCurrent { memo in
+            memo.conditionKinds.first(where: { $0.type == type })?.kind
+        }
+        if let known {
+            return known
         }
         let kind = dynamicKind(of: condition)
+        let memo = PerThreadState.current
         if memo.conditionKinds.count == memoSize {
             memo.conditionKinds.removeFirst() // the oldest goes
         }

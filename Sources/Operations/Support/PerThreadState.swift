@@ -52,6 +52,13 @@ final class PerThreadState {
         return key
     }()
 
+    /// Calls `body` with this thread's state without retaining it (the thread keeps it alive):
+    /// for the hottest reads, where a retain and release would cost more than the read.
+    static func withCurrent<Result>(_ body: (PerThreadState) -> Result) -> Result {
+        guard let existing = pthread_getspecific(key) else { return body(current) }
+        return Unmanaged<PerThreadState>.fromOpaque(existing)._withUnsafeGuaranteedRef(body)
+    }
+
     static var current: PerThreadState {
         if let existing = pthread_getspecific(key) {
             return Unmanaged<PerThreadState>.fromOpaque(existing).takeUnretainedValue()

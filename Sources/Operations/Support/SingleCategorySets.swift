@@ -26,21 +26,32 @@ package enum SingleCategorySets {
         var name = name // `withUTF8` may make it contiguous first
         return name.withUTF8 { bytes in
             let fingerprint = Self.fingerprint(of: bytes)
-            let memo = PerThreadState.current
-            for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].fingerprint == fingerprint {
-                var remembered = memo.singleCategorySets[index].name
-                if remembered.withUTF8({ Self.same($0, bytes) }) {
-                    return memo.singleCategorySets[index].set
-                }
+            let known = PerThreadState.withCurrent { memo in
+                remembered(bytes, fingerprint: fingerprint, in: memo)
+            }
+            if let known {
+                return known
             }
             let name = String(decoding: bytes, as: UTF8.self)
             let set: Set<String> = [name]
+            let memo = PerThreadState.current
             if memo.singleCategorySets.count == memoSize {
                 memo.singleCategorySets.removeFirst() // the first met goes
             }
             memo.singleCategorySets.append(Entry(fingerprint: fingerprint, name: name, set: set))
             return set
         }
+    }
+
+    /// The set this thread remembers for the name spelled `bytes`, if any.
+    private static func remembered(_ bytes: UnsafeBufferPointer<UInt8>, fingerprint: UInt64, in memo: PerThreadState) -> Set<String>? {
+        for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].fingerprint == fingerprint {
+            var remembered = memo.singleCategorySets[index].name
+            if remembered.withUTF8({ same($0, bytes) }) {
+                return memo.singleCategorySets[index].set
+            }
+        }
+        return nil
     }
 
     /// Byte for byte (`elementsEqual` goes through iterators: several times slower).
