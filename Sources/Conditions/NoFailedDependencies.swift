@@ -17,7 +17,7 @@ public struct NoFailedDependencies: OperationCondition, AnswersAtOnce {
     /// Looks at the operation's dependencies; what the queue calls instead of
     /// `evaluate(for:completion:)`.
     package func answer(for operation: AsyncOperation) -> ConditionResult {
-        var failed: [String] = [] // no array at all when none failed, the common case
+        var failed: [String] = [] // allocates nothing unless one failed (empty arrays share storage)
         for case let dependency as AsyncOperation in operation.dependencies where dependency.isFailed {
             failed.append(dependency.name ?? String(describing: type(of: dependency)))
         }

@@ -52,8 +52,9 @@ final class PerThreadState {
         return key
     }()
 
-    /// Calls `body` with this thread's state without retaining it (the thread keeps it alive):
-    /// for the hottest reads, where a retain and release would cost more than the read.
+    /// Calls `body` with this thread's state without retaining it: for the hottest reads, where a
+    /// retain and release would cost more than the read. Sound because nothing replaces the state
+    /// once set and only the key's destructor, at thread exit, releases it; keep it so.
     static func withCurrent<Result>(_ body: (PerThreadState) -> Result) -> Result {
         guard let existing = pthread_getspecific(key) else { return body(current) }
         return Unmanaged<PerThreadState>.fromOpaque(existing)._withUnsafeGuaranteedRef(body)

@@ -46,8 +46,8 @@ package enum SingleCategorySets {
     /// The set this thread remembers for the name spelled `bytes`, if any.
     private static func remembered(_ bytes: UnsafeBufferPointer<UInt8>, fingerprint: UInt64, in memo: PerThreadState) -> Set<String>? {
         for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].fingerprint == fingerprint {
-            var remembered = memo.singleCategorySets[index].name
-            if remembered.withUTF8({ same($0, bytes) }) {
+            var candidate = memo.singleCategorySets[index].name
+            if candidate.withUTF8({ same($0, bytes) }) {
                 return memo.singleCategorySets[index].set
             }
         }
