@@ -2,9 +2,9 @@
 /// time.
 ///
 /// Events of one operation are made on several threads (the adding thread, the worker that runs
-/// it, a thread that cancels it). Whoever makes an event while none is being heard delivers it
-/// on its own thread; an event made meanwhile is left to that deliverer, which hears it after
-/// the ones left before it.
+/// it, a thread that cancels it). They pass through the engine's one drainer (`SerialDrain`):
+/// whoever makes an event while none is being heard delivers it on its own thread, then what
+/// was made meanwhile; an event made meanwhile is left to that deliverer.
 ///
 /// A `.waiting` event describes a snapshot, and the operation may move on between the snapshot
 /// and the event: it is made only if no other event was made since the snapshot began
@@ -20,22 +20,9 @@ struct LogEventOrder {
         case stale
     }
 
-    /// What the deliverer does once it heard what it had.
-    enum NextDelivery {
-        /// Deliver these, made meanwhile, in this order; then ask again.
-        case deliver([OperationLogEvent])
-        /// Nothing was made meanwhile: delivering is over.
-        case done
-    }
-
-    private enum Delivery {
-        case idle
-        case delivering(madeMeanwhile: [OperationLogEvent])
-    }
-
     /// How many events were made; a snapshot remembers it as its mark.
     private(set) var eventsMade: UInt64 = 0
-    private var delivery = Delivery.idle
+    private var drain = SerialDrain<OperationLogEvent>()
 
     /// `event` was made. `mark`: the `eventsMade` read before its snapshot, for a snapshot event.
     mutating func made(_ event: OperationLogEvent, madeSince mark: UInt64? = nil) -> Admission {
@@ -43,26 +30,16 @@ struct LogEventOrder {
             return .stale
         }
         eventsMade &+= 1
-        switch delivery {
-        case .idle:
-            delivery = .delivering(madeMeanwhile: [])
-            return .deliver
-        case var .delivering(madeMeanwhile):
-            delivery = .idle // taken out of the enum, so that appending does not copy the array
-            madeMeanwhile.append(event)
-            delivery = .delivering(madeMeanwhile: madeMeanwhile)
-            return .leftToTheDeliverer
+        // Its maker delivers it first, itself, if nobody is delivering: it is not left pending.
+        switch drain.isDraining ? drain.submit(event) : drain.becomeDrainerIfNone() {
+        case .drain: return .deliver
+        case .leftToDrainer: return .leftToTheDeliverer
         }
     }
 
-    /// The deliverer heard what it had.
-    mutating func delivered() -> NextDelivery {
-        guard case let .delivering(madeMeanwhile) = delivery else { return .done }
-        guard !madeMeanwhile.isEmpty else {
-            delivery = .idle
-            return .done
-        }
-        delivery = .delivering(madeMeanwhile: [])
-        return .deliver(madeMeanwhile)
+    /// The deliverer heard what it had: what was made meanwhile, to hear next in this order, or
+    /// `.done` (it is no longer the deliverer).
+    mutating func delivered() -> SerialDrain<OperationLogEvent>.Next {
+        drain.takeNext()
     }
 }

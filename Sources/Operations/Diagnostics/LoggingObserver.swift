@@ -55,7 +55,7 @@ final class LoggingObserver: OperationObserver {
         )
         guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
         logger.log(event)
-        while case let .deliver(madeMeanwhile) = order.withLock({ $0.delivered() }) {
+        while case let .items(madeMeanwhile) = order.withLock({ $0.delivered() }) {
             madeMeanwhile.forEach(logger.log)
         }
     }

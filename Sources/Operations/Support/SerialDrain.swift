@@ -6,8 +6,9 @@
 /// Everyone else only leaves their item. So the work never runs under a lock, never on two
 /// threads at once, and a thread never waits for another to do it.
 ///
-/// A group's progress changes (`ProgressApplier`), a composite's finished children and a serial
-/// queue's hand-offs to Foundation (`QueueScheduler`'s outbox) all go through one.
+/// A group's progress changes (`ProgressApplier`), a composite's finished children, a serial
+/// queue's hand-offs to Foundation (`QueueScheduler`'s outbox) and an operation's log events
+/// (`LogEventOrder`) all go through one.
 struct SerialDrain<Item> {
     private var pending: [Item] = []
     private(set) var isDraining = false

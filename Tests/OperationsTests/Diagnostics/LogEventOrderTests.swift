@@ -8,12 +8,12 @@ import Testing
         OperationLogEvent(operationName: "save", queueName: nil, kind: kind)
     }
 
-    private func isDone(_ next: LogEventOrder.NextDelivery) -> Bool {
+    private func isDone(_ next: SerialDrain<OperationLogEvent>.Next) -> Bool {
         if case .done = next { true } else { false }
     }
 
-    private func delivered(_ next: LogEventOrder.NextDelivery) -> [OperationLogEvent.Kind]? {
-        if case let .deliver(events) = next { events.map(\.kind) } else { nil }
+    private func delivered(_ next: SerialDrain<OperationLogEvent>.Next) -> [OperationLogEvent.Kind]? {
+        if case let .items(events) = next { events.map(\.kind) } else { nil }
     }
 
     @Test func anEventMadeWhileNoneIsHeard_isDeliveredByItsMaker() {
