@@ -349,7 +349,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// What one add hands to Foundation at its end: operations that can run at once (a concurrent
     /// queue), and whether this add delivers the serial queue's outbox.
     struct Batch {
-        var operations: [Operation] = []
+        /// One operation for an add of one: kept inline, with no buffer to allocate.
+        var operations = SmallArray<Operation>()
         var deliversOutbox = false
         /// How many of the add's operations are still to be admitted, the one being admitted
         /// included; 0 for an add of one.
@@ -569,7 +570,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private func deliverOutbox() {
         var next = state.withLock { $0.scheduler.takeOutbox(given: []) }
         while !next.isEmpty {
-            giveToFoundation(next)
+            giveToFoundation(SmallArray(next))
             next = state.withLock { $0.scheduler.takeOutbox(given: next) }
         }
     }
@@ -582,14 +583,22 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// that this queue's overrides pass them straight through if Foundation calls back into them,
     /// while an add to another queue made meanwhile (by an observer, say) still goes through that
     /// queue's scheduler.
-    private func giveToFoundation(_ operations: [Operation]) {
+    ///
+    /// A single operation goes through `addOperation(_:)`, which spares the one-element array
+    /// (an allocation per operation, on the path every operation takes).
+    private func giveToFoundation(_ operations: SmallArray<Operation>) {
         guard !operations.isEmpty else { return }
         let thread = PerThreadState.current
         let previous = thread.queueForwardingToFoundation
         thread.queueForwardingToFoundation = ObjectIdentifier(self)
         defer { thread.queueForwardingToFoundation = previous }
-        super.addOperations(operations, waitUntilFinished: false)
+        if operations.count == 1 {
+            super.addOperation(operations[0])
+        } else {
+            super.addOperations(operations.array, waitUntilFinished: false)
+        }
     }
+
 
     // MARK: - Events from operations
 

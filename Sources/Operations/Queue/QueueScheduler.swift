@@ -50,7 +50,8 @@ struct QueueScheduler {
     /// Operations let through by an event, to be handed to Foundation (in this order) and then
     /// let go on, after unlocking.
     struct LetThrough {
-        var handOff: [Operation] = []
+        /// Usually one operation: kept inline, with no buffer to allocate.
+        var handOff = SmallArray<Operation>()
         /// Hand-offs went to the outbox, and the caller is its one deliverer: it delivers the
         /// outbox (`takeOutbox(given:)`) until it is empty.
         var deliversOutbox = false
@@ -217,7 +218,7 @@ struct QueueScheduler {
 
     /// Operations were given to Foundation: they are no longer held. (They stay held until
     /// Foundation lists them, so that `allOperations` and barriers always see them.)
-    mutating func gaveToFoundation(_ operations: [Operation]) {
+    mutating func gaveToFoundation(_ operations: some Sequence<Operation>) {
         for case let operation as AsyncOperation in operations where held.remove(operation) {
             handingOff -= 1 // it was on its way from the scheduler (not from an add's batch)
         }

@@ -14,6 +14,15 @@ struct SmallArray<Element>: RandomAccessCollection {
 
     init() {}
 
+    /// The elements of `elements`, in order, sharing its buffer from the second element on.
+    init(_ elements: [Element]) {
+        switch elements.count {
+        case 0: storage = .empty
+        case 1: storage = .one(elements[0])
+        default: storage = .many(elements)
+        }
+    }
+
     var startIndex: Int { 0 }
 
     var endIndex: Int {
@@ -62,9 +71,26 @@ struct SmallArray<Element>: RandomAccessCollection {
         }
     }
 
-    /// Removes every element.
-    mutating func removeAll() {
+    /// Removes every element; with `keepingCapacity`, a buffer already allocated stays for
+    /// the elements appended next.
+    mutating func removeAll(keepingCapacity: Bool = false) {
+        guard keepingCapacity, case var .many(elements) = storage else {
+            storage = .empty
+            return
+        }
+        storage = .empty // let go of the buffer here, so that emptying it does not copy it
+        elements.removeAll(keepingCapacity: true)
+        storage = .many(elements)
+    }
+
+    /// Makes room for `minimumCapacity` elements at once when more than one is expected, so that
+    /// a list filled one by one allocates once, as an `Array` would.
+    mutating func reserveCapacity(_ minimumCapacity: Int) {
+        guard minimumCapacity > 1 else { return }
+        var elements = array
         storage = .empty
+        elements.reserveCapacity(minimumCapacity)
+        storage = .many(elements)
     }
 
     /// The elements as an `Array`: the stored one from the second element on, so that reading
@@ -75,6 +101,12 @@ struct SmallArray<Element>: RandomAccessCollection {
         case let .one(element): return [element]
         case let .many(elements): return elements
         }
+    }
+}
+
+extension SmallArray: ExpressibleByArrayLiteral {
+    init(arrayLiteral elements: Element...) {
+        self.init(elements)
     }
 }
 

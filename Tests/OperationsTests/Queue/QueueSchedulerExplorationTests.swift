@@ -116,7 +116,7 @@ private struct SchedulerModel {
     }
 
     /// Operations reach Foundation, in this order.
-    mutating func handOff(_ operations: [Operation]) {
+    mutating func handOff(_ operations: some Sequence<Operation>) {
         for operation in operations {
             let index = index(of: operation)
             if stages[index] == .handedOff { violations.append("op\(index) handed off twice") }

@@ -46,6 +46,31 @@ import Testing
         #expect(Array(array) == [5])
     }
 
+    @Test(arguments: [0, 1, 2, 5])
+    func madeFromAnArray_holdsItsElementsInOrder(count: Int) {
+        let array = SmallArray(Array(0..<count))
+        #expect(Array(array) == Array(0..<count))
+        #expect(array.array == Array(0..<count))
+    }
+
+    /// Room made ahead, or kept while emptying, changes nothing a reader can see.
+    @Test(arguments: [0, 1, 2, 9])
+    func reservingAndKeepingCapacity_changeNoElement(count: Int) {
+        var array = SmallArray<Int>()
+        array.reserveCapacity(count)
+        #expect(array.isEmpty)
+        for element in 0..<count { array.append(element) }
+        #expect(Array(array) == Array(0..<count))
+        array.removeAll(keepingCapacity: true)
+        #expect(array.isEmpty && array.array.isEmpty)
+        array.append(7)
+        #expect(Array(array) == [7] && array.count == 1)
+        array.append(8)
+        #expect(Array(array) == [7, 8])
+        array.removeAll(keepingCapacity: false)
+        #expect(array.isEmpty)
+    }
+
     /// A copy is a value: appending to one leaves the other as it was.
     @Test func copies_areIndependent() {
         var original = make([1, 2])
