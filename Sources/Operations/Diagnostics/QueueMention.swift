@@ -14,17 +14,19 @@ final class QueueMention: Sendable {
         /// The group whose children the queue runs, if any: it names the queue after itself.
         weak var group: GroupOperation?
         /// That group's type, which names the queue once the group is gone.
-        var groupType: String?
+        var groupType: GroupOperation.Type?
     }
 
     private let names: Locked<Names>
-    /// What the queue is called when it has no name: its type.
-    private let typeName: String
+    /// What the queue is called when it has no name: its type. Spelled out only then, since the
+    /// first `String(describing:)` of a process looks up conformances (millions of instructions)
+    /// and a queue nearly always has a name (Foundation gives it one).
+    private let queueType: OperationQueue.Type
 
     /// The mention of a queue of ours, named `name`, whose type is `type`.
     init(name: String?, type: OperationQueue.Type) {
         names = Locked.make(Names(name: name))
-        typeName = String(describing: type)
+        queueType = type
     }
 
     /// What is known now of a queue that is not ours (a plain `OperationQueue` that started an
@@ -55,7 +57,7 @@ final class QueueMention: Sendable {
         if let groupType {
             return "children of \(groupType)"
         }
-        return name ?? typeName
+        return name ?? String(describing: queueType)
     }
 
     func rename(_ name: String?) {
@@ -63,7 +65,7 @@ final class QueueMention: Sendable {
     }
 
     func attach(to group: GroupOperation) {
-        let groupType = String(describing: type(of: group))
+        let groupType = type(of: group)
         names.withLock { names in
             names.group = group
             names.groupType = groupType
