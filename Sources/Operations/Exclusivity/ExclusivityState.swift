@@ -72,6 +72,8 @@ struct ExclusivityState: Sendable {
         var line = TicketLine<Waiter>()
 
         var isHeld: Bool { holder != nil }
+        /// Neither held nor waited for: it can leave the table.
+        var isIdle: Bool { holder == nil && line.isEmpty }
     }
 
     private var categories: [String: Category] = [:]
@@ -247,12 +249,12 @@ struct ExclusivityState: Sendable {
         var needsLook = false
         let granted = withCategory(name) { category -> (AsyncOperation, LinePlace)? in
             category.holder = nil
-            guard let (place, first) = category.line.first else { return nil }
-            guard first.categories.count == 1 else {
+            guard let place = category.line.firstPlace else { return nil }
+            guard category.line.firstSatisfies({ $0.categories.count == 1 }) else {
                 needsLook = true
                 return nil
             }
-            category.line.removeFirst()
+            let first = category.line.removeFirst()
             category.holder = first.operation
             category.holderRoot = place.root
             return (first.operation, place)
@@ -274,7 +276,7 @@ struct ExclusivityState: Sendable {
     private static func update<Result>(_ entry: inout Category?, _ body: (inout Category) -> Result) -> Result {
         if entry == nil { entry = Category() }
         let result = body(&entry!)
-        if let category = entry, !category.isHeld, category.line.isEmpty { entry = nil }
+        if entry?.isIdle == true { entry = nil } // read in place: `if let` would copy the category
         return result
     }
 

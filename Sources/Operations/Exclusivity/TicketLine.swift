@@ -22,6 +22,17 @@ struct TicketLine<Element> {
         return (storage[head].place, element)
     }
 
+    /// The place of the first waiter, if any.
+    var firstPlace: LinePlace? {
+        isEmpty ? nil : storage[head].place
+    }
+
+    /// Whether there is a first waiter and it satisfies `predicate` (read in place, not copied).
+    func firstSatisfies(_ predicate: (Element) -> Bool) -> Bool {
+        guard !isEmpty, let element = storage[head].element else { return false }
+        return predicate(element)
+    }
+
     /// The position of the waiter at `place`, if it is in line. Positions stay valid until the
     /// line next changes; the first waiter's position is `firstPosition`.
     func position(of place: LinePlace) -> Int? {
