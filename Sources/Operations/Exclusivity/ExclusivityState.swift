@@ -135,7 +135,7 @@ struct ExclusivityState: Sendable {
     /// for the waiter would close a circle. (Waiters added after the group stand behind its
     /// children anyway: see `LinePlace`.)
     private func mayGoAhead(in category: Category, place: LinePlace, heldUpByTree: inout [UInt64: Set<LinePlace>]) -> Bool {
-        guard let first = category.line.first, first.place < place else { return true }
+        guard let firstPlace = category.line.firstPlace, firstPlace < place else { return true }
         let heldUp = heldUpByTree[place.root] ?? waitersHeldUp(byTreeOf: place.root)
         heldUpByTree[place.root] = heldUp
         return category.line.allAhead(of: place) { heldUp.contains($0.place) }
@@ -213,7 +213,7 @@ struct ExclusivityState: Sendable {
                 category.line.insert(Waiter(request), place: request.place)
                 return .waits
             }
-            guard let first = category.line.first, first.place < request.place else {
+            guard let firstPlace = category.line.firstPlace, firstPlace < request.place else {
                 category.line.remove(place: request.place) // it stood first already: asked twice
                 category.holder = request.operation
                 category.holderRoot = request.place.root

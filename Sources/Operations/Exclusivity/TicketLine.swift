@@ -27,7 +27,8 @@ struct TicketLine<Element> {
         isEmpty ? nil : storage[head].place
     }
 
-    /// Whether there is a first waiter and it satisfies `predicate` (read in place, not copied).
+    /// Whether there is a first waiter and it satisfies `predicate`: unlike `first`, hands out no
+    /// copy of the waiter (the optimizer reads it in place).
     func firstSatisfies(_ predicate: (Element) -> Bool) -> Bool {
         guard !isEmpty, let element = storage[head].element else { return false }
         return predicate(element)

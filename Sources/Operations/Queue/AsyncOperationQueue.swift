@@ -584,8 +584,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// while an add to another queue made meanwhile (by an observer, say) still goes through that
     /// queue's scheduler.
     ///
-    /// A single operation goes through `addOperation(_:)`, which spares the one-element array
-    /// (an allocation per operation, on the path every operation takes).
+    /// The batch and the let-through list keep a single operation inline, so that no list of ours
+    /// is allocated for it on the path every operation takes; it goes through `addOperation(_:)`.
+    /// (Foundation on Linux wraps it in a one-element array literal of its own, which costs less
+    /// than the list we used to grow for it.)
     private func giveToFoundation(_ operations: SmallArray<Operation>) {
         guard !operations.isEmpty else { return }
         let thread = PerThreadState.current
@@ -598,7 +600,6 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             super.addOperations(operations.array, waitUntilFinished: false)
         }
     }
-
 
     // MARK: - Events from operations
 

@@ -1,8 +1,10 @@
-/// An array that holds its first element inline and allocates only from the second on.
+/// An array that holds its first element inline and allocates only from the second on (or when
+/// room is reserved for more than one).
 ///
 /// For lists that nearly always hold at most one element, such as an operation's unfinished
 /// dependencies and its dependents in a chain: an `Array` allocates a buffer for the first
-/// element, which cost a chain two allocations per link.
+/// element, which cost a chain two allocations per link. Once it has a buffer it keeps the
+/// elements there, whatever their number.
 struct SmallArray<Element>: RandomAccessCollection {
     fileprivate enum Storage {
         case empty
@@ -14,7 +16,7 @@ struct SmallArray<Element>: RandomAccessCollection {
 
     init() {}
 
-    /// The elements of `elements`, in order, sharing its buffer from the second element on.
+    /// The elements of `elements`, in order, sharing its buffer when it has two or more.
     init(_ elements: [Element]) {
         switch elements.count {
         case 0: storage = .empty
@@ -87,9 +89,9 @@ struct SmallArray<Element>: RandomAccessCollection {
     /// a list filled one by one allocates once, as an `Array` would.
     mutating func reserveCapacity(_ minimumCapacity: Int) {
         guard minimumCapacity > 1 else { return }
-        var elements = array
-        storage = .empty
+        var elements: [Element] = []
         elements.reserveCapacity(minimumCapacity)
+        elements.append(contentsOf: self)
         storage = .many(elements)
     }
 

@@ -38,6 +38,15 @@ import TestSupport
         #expect(unnamed.mention.displayName == unnamed.name ?? "AsyncOperationQueue")
     }
 
+    /// A queue without any name is called after its type: the subclass's, spelled out only when
+    /// a message needs it.
+    @Test func aQueueWithoutAName_isCalledAfterItsType() {
+        // @unchecked Sendable: no state of its own; the queue's state is behind its lock.
+        final class ImportQueue: AsyncOperationQueue, @unchecked Sendable {}
+        #expect(QueueMention(name: nil, type: ImportQueue.self).displayName == "ImportQueue")
+        #expect(QueueMention(name: "imports", type: ImportQueue.self).displayName == "imports")
+    }
+
     @Test func aPlainQueue_isNamedAsItWasWhenItStartedTheOperation() {
         let plain = OperationQueue()
         plain.name = "plain"

@@ -105,4 +105,32 @@ import Testing
         #expect(line.position(of: place(7)) == nil)
         #expect(line.position(of: place(1)) == line.firstPosition)
     }
+
+    /// The first waiter's place and a look at it, as `first` tells them, through every way the
+    /// front of the line moves: arrivals out of order, departures, and the compaction after many.
+    @Test func theFirstWaitersPlaceAndALookAtIt_agreeWithFirst() {
+        var line = TicketLine<Int>()
+        #expect(line.firstPlace == nil)
+        #expect(!line.firstSatisfies { _ in true })
+
+        for ticket: UInt64 in [5, 3, 4] {
+            line.insert(Int(ticket), place: place(ticket))
+        }
+        #expect(line.firstPlace == place(3))
+        #expect(line.firstSatisfies { $0 == 3 } && !line.firstSatisfies { $0 == 5 })
+
+        for ticket: UInt64 in 6...200 {
+            line.insert(Int(ticket), place: place(ticket))
+        }
+        for departed in 3...150 { // past 64 departures: the line compacts
+            #expect(line.removeFirst() == departed)
+            #expect(line.firstPlace == line.first?.place)
+            #expect(line.firstSatisfies { $0 == departed + 1 })
+        }
+        while !line.isEmpty {
+            _ = line.removeFirst()
+        }
+        #expect(line.firstPlace == nil)
+        #expect(!line.firstSatisfies { _ in true })
+    }
 }

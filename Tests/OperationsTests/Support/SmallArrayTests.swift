@@ -53,12 +53,22 @@ import Testing
         #expect(array.array == Array(0..<count))
     }
 
+    @Test func arrayLiterals_holdTheirElementsInOrder() {
+        let none: SmallArray<Int> = []
+        let one: SmallArray<Int> = [1]
+        let two: SmallArray<Int> = [1, 2]
+        #expect(none.isEmpty && Array(one) == [1] && Array(two) == [1, 2])
+    }
+
     /// Room made ahead, or kept while emptying, changes nothing a reader can see.
     @Test(arguments: [0, 1, 2, 9])
     func reservingAndKeepingCapacity_changeNoElement(count: Int) {
         var array = SmallArray<Int>()
         array.reserveCapacity(count)
         #expect(array.isEmpty)
+        var holdingOne: SmallArray<Int> = [42]
+        holdingOne.reserveCapacity(count)
+        #expect(Array(holdingOne) == [42])
         for element in 0..<count { array.append(element) }
         #expect(Array(array) == Array(0..<count))
         array.removeAll(keepingCapacity: true)
