@@ -47,6 +47,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         private(set) var delegateWasSet = false
         private(set) var groupWasSet = false
         private(set) var isLogging = false
+
+        /// The delegate, read only if one was ever set.
+        var delegateIfSet: (any AsyncOperationQueueDelegate)? { delegateWasSet ? delegate : nil }
+        /// The group, read only if the queue runs a group's children.
+        var groupIfSet: GroupOperation? { groupWasSet ? group : nil }
     }
 
     /// Everything the queue's lock protects: the scheduling rules and the settings.
@@ -62,7 +67,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// The group whose children this queue runs, if any.
     var group: GroupOperation? {
-        state.withLock { $0.settings.group }
+        state.withLock { $0.settings.groupIfSet }
     }
 
     /// Makes this queue the one that runs `group`'s children.
@@ -89,7 +94,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Where the operation added with `ticket` waits in the scheduler's lines, read in one step.
     func lineWait(ticket: UInt64) -> LineWait {
-        state.withLock { LineWait(reason: $0.scheduler.waitsInLine(ticket: ticket), group: $0.settings.group) }
+        state.withLock { LineWait(reason: $0.scheduler.waitsInLine(ticket: ticket), group: $0.settings.groupIfSet) }
     }
 
     /// The shut-down under way, if `shutDown` was called.
@@ -316,9 +321,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             case let .admit(generation, barrier):
                 let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
                 return AddContext(
-                    delegate: state.settings.delegateWasSet ? state.settings.delegate : nil,
+                    delegate: state.settings.delegateIfSet,
                     barrier: barrier,
-                    group: state.settings.groupWasSet ? state.settings.group : nil,
+                    group: state.settings.groupIfSet,
                     logger: state.settings.isLogging ? state.settings.logger : nil,
                     isLogging: state.settings.isLogging,
                     mayWaitInLine: mayWaitInLine,
@@ -497,7 +502,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         state.withLock { state in
             Turn(
                 passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot),
-                group: state.settings.group,
+                group: state.settings.groupIfSet,
                 lineRoot: state.settings.lineRoot
             )
         }
@@ -508,7 +513,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// decides under the lock), and where it stands in their lines.
     var categoryTurn: Turn {
         state.withLock { state in
-            Turn(passage: state.scheduler.mayTakeCategories ? .proceed : .parked, group: state.settings.group, lineRoot: state.settings.lineRoot)
+            Turn(passage: state.scheduler.mayTakeCategories ? .proceed : .parked, group: state.settings.groupIfSet, lineRoot: state.settings.lineRoot)
         }
     }
 
@@ -604,13 +609,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     // MARK: - Events from operations
 
     func operationDidStart(_ operation: AsyncOperation) {
-        delegate?.operationQueue(self, didStart: operation)
+        state.withLock { $0.settings.delegateIfSet }?.operationQueue(self, didStart: operation)
     }
 
     func operationDidFinish(_ operation: AsyncOperation, ticket: UInt64, errors: [any Error], wasHandedOff: Bool) {
         let (delegate, group, letThrough) = state.withLock { state in
             let letThrough = wasHandedOff ? QueueScheduler.LetThrough() : state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
-            return (state.settings.delegate, state.settings.group, letThrough)
+            return (state.settings.delegateIfSet, state.settings.groupIfSet, letThrough)
         }
         perform(letThrough)
         delegate?.operationQueue(self, didFinish: operation, errors: errors)
