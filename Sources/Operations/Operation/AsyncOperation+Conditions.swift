@@ -27,17 +27,42 @@ extension AsyncOperation {
 
     /// Attaches the conditions' dependencies, then waits for every dependency, evaluates the
     /// conditions and acquires the categories; `queue` receives the condition dependencies.
-    func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
+    /// `holder`: the queue that holds the operation, if one does. `holdingTurn`: it gave the
+    /// operation its turn as it held it (its conditions name no category): the operation goes on
+    /// to evaluate them at once, unless it waits for a dependency after all. `categories`: those
+    /// of `conditions`, if the queue read them already.
+    func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?, heldBy holder: AsyncOperationQueue? = nil, holdingTurn: Bool = false, categories: [String]? = nil) {
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
                 addConditionDependency(dependency, to: queue)
             }
         }
-        let action = lifecycle.finishEnqueuing()
-        if case .none = action {
-            logWaiting() // for its dependencies
+        let action: OperationLifecycle.AdvanceAction
+        if holdingTurn, let holder {
+            switch lifecycle.finishEnqueuing(holdingTurnWith: conditions.count) {
+            case let .evaluate(start):
+                go(start, with: conditions, gate: nil, lineRoot: nil)
+                return
+            case let .giveBackTurn(ticket):
+                holder.turnUnused(ticket: ticket)
+                logWaiting() // for its dependencies
+                return
+            case let .advance(next):
+                action = next
+            }
+        } else {
+            action = lifecycle.finishEnqueuing()
         }
-        advance(action)
+        switch action {
+        case .none:
+            logWaiting() // for its dependencies
+        case let .leaveQueue(ticket):
+            holder?.forgetOperationFinishedWhileAdded(self, ticket: ticket)
+            return
+        default:
+            break
+        }
+        advance(action, categories: categories.map { ReadCategories(names: $0, conditionCount: conditions.count) })
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
@@ -52,9 +77,11 @@ extension AsyncOperation {
         (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
     }
 
-    func advance(_ action: OperationLifecycle.AdvanceAction) {
+    /// Goes on as `action` says. `categories`: the conditions' categories, if they were read
+    /// already (on the way to execution they are read once).
+    func advance(_ action: OperationLifecycle.AdvanceAction, categories read: ReadCategories? = nil) {
         switch action {
-        case .none:
+        case .none, .leaveQueue: // only finishEnqueuing() says the latter, and runPipeline acts on it
             break
         case let .finish(errors):
             finish(errors: errors)
@@ -76,7 +103,7 @@ extension AsyncOperation {
                 queue.turnUnused(ticket: ticket)
             }
         case let .evaluateConditions(conditions, queue, ticket):
-            let categories = Self.categories(of: conditions)
+            let categories = read?.names(of: conditions) ?? Self.categories(of: conditions)
             guard let queue else {
                 evaluate(conditions, categories: categories, in: nil, lineRoot: nil)
                 return
@@ -141,6 +168,12 @@ extension AsyncOperation {
         } else {
             start = lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate)
         }
+        go(start, with: conditions, gate: gate, lineRoot: lineRoot)
+    }
+
+    /// Goes on as the beginning of an evaluation says: hands `conditions` out, or acts on what
+    /// is settled already. `gate`: the lock gate it brought for its categories, if any.
+    private func go(_ start: OperationLifecycle.EvaluationStart, with conditions: [any OperationCondition], gate: CategoryLockGate?, lineRoot: UInt64?) {
         switch start {
         case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
@@ -202,7 +235,7 @@ extension AsyncOperation {
     }
 
     /// The distinct categories of `conditions`, sorted (the order is irrelevant to correctness).
-    private static func categories(of conditions: [any OperationCondition]) -> [String] {
+    static func categories(of conditions: [any OperationCondition]) -> [String] {
         var categories: [String] = []
         var sources = 0
         for index in conditions.indices { // by index: each condition is read in place, not copied out
@@ -468,5 +501,19 @@ final class ConditionAnswer: Sendable {
 
     deinit {
         operation.conditionWasDropped(index: index)
+    }
+}
+
+/// The categories of an operation's conditions, read once (user code, outside any lock) for as
+/// long as no condition is added.
+struct ReadCategories {
+    let names: [String]
+    /// How many conditions there were when they were read.
+    let conditionCount: Int
+
+    /// `names`, if `conditions` are still those they were read from (conditions are only ever
+    /// added, so an unchanged count means the same conditions).
+    func names(of conditions: [any OperationCondition]) -> [String]? {
+        conditions.count == conditionCount ? names : nil
     }
 }

@@ -396,7 +396,9 @@ struct OperationLifecycle {
         /// Nothing to wait for: mark ready and hand to Foundation right away.
         case handOffNow
         /// Attach condition dependencies, then wait for dependencies and evaluate conditions.
-        case runPipeline([any OperationCondition])
+        /// `awaitsDependencies`: it has unfinished dependencies already (otherwise its queue may
+        /// give it its turn as it holds it: `finishEnqueuing(holdingTurnWith:)`).
+        case runPipeline([any OperationCondition], awaitsDependencies: Bool)
     }
 
     mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64 = 0) -> EnqueueAction {
@@ -421,7 +423,7 @@ struct OperationLifecycle {
             return .handOffNow
         }
         state = .enqueuing(placement)
-        return .runPipeline(conditions)
+        return .runPipeline(conditions, awaitsDependencies: !unfinishedDependencies.isEmpty)
     }
 
     enum AdvanceAction {
@@ -433,13 +435,50 @@ struct OperationLifecycle {
         case finish([any Error])
         /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
         case finishClosingCycle(dependencyName: String)
+        /// It finished while it was being added (`finish(with:)` from elsewhere), and its queue may
+        /// have heard of the finish before it held the operation: the queue lets go of it, and of
+        /// any turn it gave it (again, if it heard after). Only `finishEnqueuing()` says this.
+        case leaveQueue(ticket: UInt64)
     }
 
     /// Called once condition dependencies are attached: start waiting.
     mutating func finishEnqueuing() -> AdvanceAction {
-        guard case let .enqueuing(placement) = state else { return .none }
+        guard case let .enqueuing(placement) = state else {
+            return turnGivenAfterFinish.map { .leaveQueue(ticket: $0) } ?? .none
+        }
         state = .pending(placement)
         return advanceIfDependenciesFinished()
+    }
+
+    /// What an operation that its queue gave its turn as it held it does once its condition
+    /// dependencies are attached.
+    enum EnqueuedHoldingTurn {
+        /// Nothing stands in the way: evaluate the conditions as `start` says. Finishing the add,
+        /// taking the turn and beginning the evaluation were one step.
+        case evaluate(EvaluationStart)
+        /// It waits for dependencies after all (a condition's, or one added meanwhile): the turn
+        /// goes back to the queue, and it asks again once they finished.
+        case giveBackTurn(ticket: UInt64)
+        /// Go on as `action` says, keeping the turn: it finishes (cancelled meanwhile: the finish
+        /// gives the turn back) or finished already (its queue lets go of it and of the turn), or
+        /// conditions came since the queue was asked (`advance` asks for the turn again, keeping
+        /// it, and whether it needs a slot now).
+        case advance(AdvanceAction)
+    }
+
+    /// Called once condition dependencies are attached, as `finishEnqueuing()`, by an operation
+    /// its queue gave its turn as it held it: it asked for the turn for `conditionCount`
+    /// conditions, none of which names a category.
+    mutating func finishEnqueuing(holdingTurnWith conditionCount: Int) -> EnqueuedHoldingTurn {
+        let action = finishEnqueuing()
+        switch action {
+        case .evaluateConditions where conditions.count == conditionCount:
+            return .evaluate(beginEvaluating(categories: []))
+        case .none:
+            return .giveBackTurn(ticket: ticket)
+        case .evaluateConditions, .proceedWithoutConditions, .finish, .finishClosingCycle, .leaveQueue:
+            return .advance(action)
+        }
     }
 
     /// Moves a pending operation on when nothing is left to wait for.

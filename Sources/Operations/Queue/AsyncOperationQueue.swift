@@ -417,7 +417,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
-        case let .runPipeline(conditions):
+        case let .runPipeline(conditions, awaitsDependencies):
             if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
@@ -425,8 +425,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.removeAll(keepingCapacity: true)
             let reservingFor = batch.reservedHeldRoom ? 1 : batch.unadmitted
             batch.reservedHeldRoom = true
-            perform(state.withLock { $0.scheduler.admitHeld(operation, reservingFor: reservingFor) })
-            operation.runPipeline(conditions, addingDependenciesTo: self)
+            // Waiting for nothing known yet, on a queue that runs and is not serial, it reads its
+            // categories now (once), and if it needs none it asks for its turn as it is held: the
+            // usual case of conditions takes a step of the queue and one of its own fewer
+            // (`finishEnqueuing(holdingTurnWith:)`).
+            let categories = awaitsDependencies || context.mayWaitInLine ? nil : AsyncOperation.categories(of: conditions)
+            let asksTurn = categories?.isEmpty == true
+            let admission = state.withLock {
+                $0.scheduler.admitHeld(operation, reservingFor: reservingFor, askingTurnFor: asksTurn ? ticket : nil)
+            }
+            perform(admission.letThrough)
+            operation.runPipeline(conditions, addingDependenciesTo: self, heldBy: self, holdingTurn: admission.tookTurn, categories: categories)
         }
     }
 
@@ -555,6 +564,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         for operation in letThrough.proceed {
             operation.continueTowardsExecution(on: self)
         }
+    }
+
+    /// `operation` finished while it was being added, perhaps before this queue held it: the
+    /// queue lets go of it, and of any turn it gave it, as for any finish before a hand-off (a
+    /// second time changes nothing).
+    func forgetOperationFinishedWhileAdded(_ operation: AsyncOperation, ticket: UInt64) {
+        perform(state.withLock { $0.scheduler.finishedBeforeHandOff(operation, ticket: ticket) })
     }
 
     /// An operation let through had finished already, its finish heard: the turn it was given

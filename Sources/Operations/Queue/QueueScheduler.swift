@@ -202,18 +202,32 @@ struct QueueScheduler {
         return .kept(letThrough)
     }
 
+    /// What admitting a held operation came to.
+    struct HeldAdmission {
+        /// It no longer counts as on its way to Foundation: operations waiting for a slot go on.
+        var letThrough = LetThrough()
+        /// It asked for its turn, and has it: it goes on to its conditions without asking again.
+        var tookTurn = false
+    }
+
     /// Admits an `AsyncOperation` that waits for dependencies or conditions first. It no longer
     /// counts as on its way to Foundation, so a slot may have come free for a waiter.
     /// `reservingFor`: the first of its batch to be held makes room for the rest of the batch
-    /// too (a chain added at once), so that the table grows once.
-    mutating func admitHeld(_ operation: AsyncOperation, reservingFor batchRemainder: Int = 1) -> LetThrough {
+    /// too (a chain added at once), so that the table grows once. `askingTurnFor`: its ticket,
+    /// if it waits for nothing known yet and needs no slot: it takes its turn now if it may
+    /// (`requestTurn`'s rule), in the same step. Otherwise it asks once its dependencies finished.
+    mutating func admitHeld(_ operation: AsyncOperation, reservingFor batchRemainder: Int = 1, askingTurnFor ticket: UInt64? = nil) -> HeldAdmission {
         if batchRemainder > 1 {
             held.reserveCapacity(forAdding: batchRemainder)
         }
         held.insert(operation)
-        var letThrough = LetThrough()
-        drainSlotLine(into: &letThrough)
-        return letThrough
+        var admission = HeldAdmission()
+        if let ticket, mayGiveTurn {
+            inProgress.insert(ticket)
+            admission.tookTurn = true
+        }
+        drainSlotLine(into: &admission.letThrough)
+        return admission
     }
 
     /// Operations were given to Foundation: they are no longer held. (They stay held until
@@ -264,20 +278,25 @@ struct QueueScheduler {
     /// or waits in line and is let through later. `needsSlot`: it needs categories, so it also
     /// waits for a free slot (it asks for them as soon as its conditions pass).
     mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Passage {
-        if isSuspended {
-            insert(.proceed(operation, ticket: ticket))
-            return .parked
-        }
         if !inProgress.contains(ticket) {
-            guard !isSerial || inProgress.isEmpty && line.isEmpty else {
+            guard mayGiveTurn else {
                 insert(.proceed(operation, ticket: ticket))
                 return .parked
             }
             inProgress.insert(ticket)
+        } else if isSuspended {
+            insert(.proceed(operation, ticket: ticket))
+            return .parked
         }
         guard needsSlot, !hasFreeSlot else { return .proceed }
         slotLine.insert(.proceed(operation, ticket: ticket)) // still under way: keeps its turn
         return .parked
+    }
+
+    /// Whether an operation whose dependencies finished may go on towards execution now (a
+    /// running queue; on a serial one, nobody else under way or waiting in line first).
+    private var mayGiveTurn: Bool {
+        !isSuspended && (!isSerial || inProgress.isEmpty && line.isEmpty)
     }
 
     /// An operation is about to ask for its categories: it parks if the queue is suspended

@@ -161,11 +161,3 @@ private struct BlockingStartObserver: OperationObserver {
         body()
     }
 }
-
-private struct ClosureLogger: OperationLogger {
-    let body: @Sendable (OperationLogEvent) -> Void
-
-    func log(_ event: OperationLogEvent) {
-        body(event)
-    }
-}

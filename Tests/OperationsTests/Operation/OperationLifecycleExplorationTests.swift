@@ -89,6 +89,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
                        holdsFinish: true, finishes: 2, suspensions: 1, minimumStates: 20_000, minimumTerminals: 50),
         LifecycleScope(name: "started by hand while on a queue (a misuse)", handStarts: 1, suspensions: 1,
                        isMisuse: true, minimumStates: 3_000, minimumTerminals: 50),
+        LifecycleScope(name: "conditions without categories or dependencies: the turn taken as it is held",
+                       conditions: [.atOnce(satisfied: true), .answered], finishes: 2, suspensions: 1,
+                       minimumStates: 20_000, minimumTerminals: 120),
     ]
 }
 
@@ -149,7 +152,7 @@ private enum Finish: Hashable, CustomStringConvertible {
 }
 
 private enum Advance: Hashable, CustomStringConvertible {
-    case none, closeCycle
+    case none, closeCycle, leaveQueue
     case evaluate(onQueue: Bool)
     case proceed(onQueue: Bool)
     case finish(errors: [String])
@@ -158,6 +161,7 @@ private enum Advance: Hashable, CustomStringConvertible {
         switch action {
         case .none: self = .none
         case .finishClosingCycle: self = .closeCycle
+        case .leaveQueue: self = .leaveQueue
         case let .evaluateConditions(_, queue, _): self = .evaluate(onQueue: queue != nil)
         case let .proceedWithoutConditions(queue, _): self = .proceed(onQueue: queue != nil)
         case let .finish(errors): self = .finish(errors: labels(errors))
@@ -168,6 +172,7 @@ private enum Advance: Hashable, CustomStringConvertible {
         switch self {
         case .none: ".none"
         case .closeCycle: ".finishClosingCycle"
+        case .leaveQueue: ".leaveQueue"
         case let .evaluate(onQueue): ".evaluateConditions(onQueue: \(onQueue))"
         case let .proceed(onQueue): ".proceedWithoutConditions(onQueue: \(onQueue))"
         case let .finish(errors): ".finish(\(errors))"
@@ -202,7 +207,12 @@ private enum Grant: Hashable, CustomStringConvertible {
 /// One lock taken by a thread of `AsyncOperation` (or of its queue), in the order the code takes them.
 private enum Step: Hashable {
     // Adding to the queue and waiting.
+    /// The queue holds the operation (`admitHeld`), giving it its turn if it asks and may.
+    case admitHeld(askingTurn: Bool)
     case finishEnqueuing
+    /// The queue gave it its turn as it held it (it waited for nothing known, and its conditions
+    /// name no category): finishing the add begins the evaluation.
+    case finishEnqueuingHoldingTurn
     case advance(Advance)
     /// The evaluation begins; `takingTurn`: in one step with taking the turn its queue gave it.
     case evaluate(takingTurn: Bool)
@@ -276,6 +286,9 @@ private struct World {
     var parkedToProceed = 0
     var parkedForHandOff = false
     var heldByQueue = false
+    /// The queue gave it its turn as it held it, and has not had it back (the operation gave it
+    /// back, went to Foundation, or finished).
+    var holdsTurnFromAdd = false
     var onFoundation = false
 
     // The exclusivity controller, for category "A".
@@ -326,7 +339,7 @@ private struct World {
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
             flags: [enqueued, dependencyFinished, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
-                    onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled],
+                    onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
         )
@@ -538,9 +551,11 @@ private struct Explorer {
             } else {
                 giveToFoundation(in: &world, by: "an add")
             }
-        case .runPipeline:
-            world.heldByQueue = true
-            world.spawn([.finishEnqueuing])
+        case let .runPipeline(_, awaitsDependencies):
+            // As `AsyncOperationQueue.admit`: it asks for its turn as it is held if it waits for
+            // nothing known and its conditions name no category. Being held is a step of its own:
+            // a finish from elsewhere may come first.
+            world.spawn([.admitHeld(askingTurn: !awaitsDependencies && scope.categories.isEmpty)])
         }
     }
 
@@ -615,15 +630,70 @@ private struct Explorer {
 
     // MARK: Steps
 
+    /// What the thread does once the evaluation began as `start` says.
+    private func steps(after start: OperationLifecycle.EvaluationStart, in world: inout World) -> [Step] {
+        switch start {
+        case .alreadyHandedOut:
+            return []
+        case let .handOut(awaited):
+            let handedOut = scope.conditions.indices.filter { awaited.contains($0) }
+            #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },
+                    "only the conditions that are not satisfied by construction are handed out")
+            world.answersOwed = handedOut.filter { scope.conditions[$0] == .answered }
+            // As `handOut` does: answers given at once before a condition evaluated the usual
+            // way are taken before it is handed out, the others with the end of the handing out.
+            var steps: [Step] = []
+            var answeredAtOnce: [Int] = []
+            for index in handedOut {
+                if scope.conditions[index] != .answered {
+                    answeredAtOnce.append(index)
+                } else if !answeredAtOnce.isEmpty {
+                    steps.append(.conditionsAnsweredAtOnce(answeredAtOnce))
+                    answeredAtOnce = []
+                }
+            }
+            return steps + [.conditionsHandedOut(atOnce: answeredAtOnce)]
+        case let .settled(action):
+            return handle(action, in: &world, suspensionJustChecked: true) ?? []
+        }
+    }
+
     /// Takes one step; returns the steps the same thread takes next.
     private func run(_ step: Step, in world: inout World) -> [Step] {
         switch step {
+        case let .admitHeld(askingTurn):
+            world.heldByQueue = true
+            guard askingTurn && !world.suspended else { return [.finishEnqueuing] } // a suspended queue gives no turn
+            world.holdsTurnFromAdd = true
+            return [.finishEnqueuingHoldingTurn]
+
         case .finishEnqueuing:
             return [.advance(Advance(world.life.finishEnqueuing()))]
+
+        case .finishEnqueuingHoldingTurn:
+            switch world.life.finishEnqueuing(holdingTurnWith: scope.conditions.count) {
+            case let .evaluate(start):
+                return steps(after: start, in: &world)
+            case .giveBackTurn:
+                if [.evaluatingConditions, .waitingForCategories, .ready, .executing].contains(world.life.phase) {
+                    world.violate("gave back the turn it took as it was held, yet went on towards execution")
+                }
+                world.holdsTurnFromAdd = false
+                return []
+            case let .advance(action):
+                return [.advance(Advance(action))] // keeps the turn: asking again is taking it
+            }
 
         case let .advance(action):
             switch action {
             case .none, .closeCycle:
+                return []
+            case .leaveQueue: // the queue's finishedBeforeHandOff, again
+                if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
+                world.heldByQueue = false
+                world.holdsTurnFromAdd = false
+                world.parkedToProceed = 0
+                world.parkedForHandOff = false
                 return []
             case let .finish(errors):
                 return [.finish(errors: errors)]
@@ -650,30 +720,7 @@ private struct Explorer {
             } else {
                 start = world.life.beginEvaluating(categories: scope.categories)
             }
-            switch start {
-            case .alreadyHandedOut:
-                return []
-            case let .handOut(awaited):
-                let handedOut = scope.conditions.indices.filter { awaited.contains($0) }
-                #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },
-                        "only the conditions that are not satisfied by construction are handed out")
-                world.answersOwed = handedOut.filter { scope.conditions[$0] == .answered }
-                // As `handOut` does: answers given at once before a condition evaluated the usual
-                // way are taken before it is handed out, the others with the end of the handing out.
-                var steps: [Step] = []
-                var answeredAtOnce: [Int] = []
-                for index in handedOut {
-                    if scope.conditions[index] != .answered {
-                        answeredAtOnce.append(index)
-                    } else if !answeredAtOnce.isEmpty {
-                        steps.append(.conditionsAnsweredAtOnce(answeredAtOnce))
-                        answeredAtOnce = []
-                    }
-                }
-                return steps + [.conditionsHandedOut(atOnce: answeredAtOnce)]
-            case let .settled(action):
-                return handle(action, in: &world, suspensionJustChecked: true) ?? []
-            }
+            return steps(after: start, in: &world)
 
         case .turnToProceed:
             switch world.life.turnTakenToProceed() {
@@ -903,6 +950,7 @@ private struct Explorer {
             if release { next = self.release(in: &world, by: "completeFinish()") }
             if !wasHandedOff { // the queue's finishedBeforeHandOff
                 world.heldByQueue = false
+                world.holdsTurnFromAdd = false
                 world.parkedToProceed = 0
                 world.parkedForHandOff = false
             }
@@ -944,6 +992,7 @@ private struct Explorer {
         }
         world.onFoundation = true
         world.heldByQueue = false
+        world.holdsTurnFromAdd = false
         world.spawn([.foundationStart])
     }
 
@@ -1028,6 +1077,7 @@ private struct Explorer {
         if world.heldByQueue || world.parkedToProceed > 0 || world.parkedForHandOff {
             world.violate("the queue still holds the finished operation")
         }
+        if world.holdsTurnFromAdd { world.violate("the finished operation still holds the turn its queue gave it") }
     }
 }
 

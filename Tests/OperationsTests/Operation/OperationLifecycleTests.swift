@@ -191,6 +191,92 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.phase == .evaluatingConditions && !state.isReadyForFoundation)
     }
 
+    @Test func enqueue_saysWhetherTheOperationAwaitsDependenciesAlready() {
+        var waiting = OperationLifecycle()
+        _ = waiting.addDependency(BlockOperation {})
+        _ = waiting.addCondition(Condition(), satisfiedByConstruction: false)
+        guard case .runPipeline(_, awaitsDependencies: true) = waiting.enqueue(on: queue, ticket: 1) else {
+            Issue.record("an unfinished dependency is known at the add")
+            return
+        }
+        var free = OperationLifecycle()
+        _ = free.addCondition(Condition(), satisfiedByConstruction: false)
+        guard case .runPipeline(_, awaitsDependencies: false) = free.enqueue(on: queue, ticket: 2) else {
+            Issue.record("nothing to wait for is known at the add")
+            return
+        }
+    }
+
+    @Test func finishEnqueuingHoldingTurn_beginsTheEvaluationInTheSameStep() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 1)
+        guard case .evaluate(.handOut) = state.finishEnqueuing(holdingTurnWith: 1) else {
+            Issue.record("expected the conditions to be handed out")
+            return
+        }
+        #expect(state.phase == .evaluatingConditions && state.conditionsDispatched)
+    }
+
+    @Test func finishEnqueuingHoldingTurn_givesTheTurnBack_whenADependencyCameMeanwhile() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 7)
+        _ = state.addDependency(BlockOperation {}) // a condition's dependency, say
+        guard case .giveBackTurn(ticket: 7) = state.finishEnqueuing(holdingTurnWith: 1) else {
+            Issue.record("it waits for a dependency: the turn goes back")
+            return
+        }
+        #expect(state.phase == .pending && !state.conditionsDispatched)
+    }
+
+    @Test func finishEnqueuingHoldingTurn_asksAgain_whenAConditionCameMeanwhile() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false) // may name a category
+        guard case .advance(.evaluateConditions(let conditions, _, _)) = state.finishEnqueuing(holdingTurnWith: 1) else {
+            Issue.record("its categories must be read again before it evaluates")
+            return
+        }
+        #expect(conditions.count == 2 && !state.conditionsDispatched)
+    }
+
+    @Test func finishEnqueuingHoldingTurn_letsTheFinishGiveTheTurnBack_whenCancelledMeanwhile() {
+        var state = OperationLifecycle()
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.cancel(error: nil)
+        guard case .advance(.finish) = state.finishEnqueuing(holdingTurnWith: 1) else {
+            Issue.record("a cancelled operation finishes instead of evaluating")
+            return
+        }
+    }
+
+    @Test func finishEnqueuing_afterAFinishFromElsewhere_letsTheQueueGoOfIt() {
+        for holdingTurn in [false, true] {
+            var state = OperationLifecycle()
+            _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+            _ = state.enqueue(on: queue, ticket: 9)
+            guard case .deliver = state.finish(errors: [StubError()]) else {
+                Issue.record("a finish while it is being added is delivered at once")
+                return
+            }
+            _ = state.completeFinish() // its queue may hear of it before it holds the operation
+            if holdingTurn {
+                guard case .advance(.leaveQueue(ticket: 9)) = state.finishEnqueuing(holdingTurnWith: 1) else {
+                    Issue.record("the queue must let go of it and of its turn")
+                    return
+                }
+            } else {
+                guard case .leaveQueue(ticket: 9) = state.finishEnqueuing() else {
+                    Issue.record("the queue must let go of it")
+                    return
+                }
+            }
+        }
+    }
+
     @Test func cancelWhilePending_finishesOnceTheCancelNotificationIsDelivered() {
         var state = OperationLifecycle()
         _ = state.addDependency(BlockOperation {})

@@ -281,6 +281,59 @@ import TestSupport
         #expect(log.all == ["evaluate", "execute"])
     }
 
+    /// An operation that waits for nothing known when it is added, and whose conditions name no
+    /// category, is given its turn as the queue holds it. A condition's dependency found after
+    /// that gives the turn back: here the queue became serial meanwhile, and the dependency, in
+    /// line behind that turn, would otherwise wait for ever.
+    @Test func conditionDependencyFoundAfterTheTurnWasGiven_getsTheTurnBack() {
+        let queue = AsyncOperationQueue()
+        let log = Recorder<String>()
+        let condition = StubCondition(name: "MakesTheQueueSerial", dependency: { _ in
+            queue.maxConcurrentOperationCount = 1
+            return AsyncBlockOperation { log.append("dependency") }
+        }) { _, completion in
+            log.append("evaluate")
+            completion(.satisfied)
+        }
+        let operation = AsyncBlockOperation { log.append("execute") }
+        operation.addCondition(condition)
+
+        queue.addOperation(operation)
+
+        #expect(waitUntilFinished([operation]))
+        #expect(log.all == ["dependency", "evaluate", "execute"])
+        #expect(operation.errors.isEmpty)
+    }
+
+    /// An operation finished from elsewhere while it is being added (here by a logger hearing
+    /// `.added`, before the queue holds it) is not left behind: the queue lists it no more, and
+    /// keeps no turn for it, so a queue made serial afterwards still runs what comes next.
+    @Test(arguments: [OperationQueue.defaultMaxConcurrentOperationCount, 1])
+    func operationFinishedWhileBeingAdded_isNotLeftInTheQueue(width: Int) {
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = width
+        let finishedEarly = AsyncBlockOperation { Issue.record("it finished before it could execute") }
+        finishedEarly.name = uniqueName("finished-early")
+        finishedEarly.addCondition(StubCondition.satisfied())
+        let name = finishedEarly.name
+        queue.logger = ClosureLogger { event in
+            if event.kind == .added && event.operationName == name {
+                finishedEarly.finish()
+            }
+        }
+
+        queue.addOperation(finishedEarly)
+
+        #expect(waitUntilFinished([finishedEarly]))
+        #expect(waitUntil { queue.allOperationCount == 0 })
+        #expect(!queue.allOperations.contains { $0 === finishedEarly })
+        queue.maxConcurrentOperationCount = 1
+        let next = AsyncBlockOperation {}
+        next.addCondition(StubCondition.satisfied())
+        queue.addOperation(next)
+        #expect(waitUntilFinished([next]))
+    }
+
     @Test func failingConditions_preventExecutionWithOneErrorPerFailedCondition() {
         // Given an operation with two failing conditions and a satisfied one
         let first = StubError("first")

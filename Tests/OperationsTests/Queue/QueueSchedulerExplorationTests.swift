@@ -18,6 +18,9 @@ private enum Needs: String {
     case conditions
     /// Dependencies to finish, conditions to pass, then a category to be granted.
     case category
+    /// Conditions naming no category, and no dependency known when it is added: it asks for its
+    /// turn as it is held, and may find a dependency after all (a condition's), giving it back.
+    case conditionsAtOnce
 }
 
 /// Where one operation of the model stands.
@@ -63,6 +66,10 @@ private struct SchedulerModel {
     var readyAt: [Int?]
     var wentAt: [Int?]
     var conditionsPassed: [Bool]
+    /// Took its turn as it was held, and has not given it back or handed out its conditions yet.
+    var holdsTurnFromAdd: [Bool]
+    /// Found a dependency after taking its turn as it was held (once at most, to bound the scope).
+    var foundDependency: [Bool]
     var clock = 0
     var handOffOrder: [Int] = []
     var suspensionsLeft: Int
@@ -83,6 +90,8 @@ private struct SchedulerModel {
         readyAt = Array(repeating: nil, count: needs.count)
         wentAt = Array(repeating: nil, count: needs.count)
         conditionsPassed = Array(repeating: false, count: needs.count)
+        holdsTurnFromAdd = Array(repeating: false, count: needs.count)
+        foundDependency = Array(repeating: false, count: needs.count)
         suspensionsLeft = suspensions
         _ = scheduler.setWidth(width)
     }
@@ -204,6 +213,9 @@ private struct SchedulerModel {
                 events.append(ExplorationEvent("deps op\(index)") { $0.dependenciesFinished(index) })
             case .evaluatingConditions:
                 events.append(ExplorationEvent("pass op\(index)") { $0.conditionsPass(index) })
+                if holdsTurnFromAdd[index] && !foundDependency[index] {
+                    events.append(ExplorationEvent("dependency found op\(index)") { $0.findDependency(index) })
+                }
             case .acquiring:
                 events.append(ExplorationEvent("grant op\(index)") { $0.clearedToRun(index, holdsCategories: true) })
             case .givingBack:
@@ -249,7 +261,19 @@ private struct SchedulerModel {
             }
         case .conditions, .category:
             stages[index] = .waitingForDependencies
-            perform(scheduler.admitHeld(async(index)))
+            perform(scheduler.admitHeld(async(index)).letThrough)
+        case .conditionsAtOnce:
+            let admission = scheduler.admitHeld(async(index), askingTurnFor: ticket(index))
+            if admission.tookTurn {
+                if scheduler.isSuspended { violations.append("op\(index) took its turn as it was held on a suspended queue") }
+                readyAt[index] = clock
+                stages[index] = .inLine
+                holdsTurnFromAdd[index] = true
+                proceed(index)
+            } else {
+                stages[index] = .waitingForDependencies // it asks once its dependencies finished
+            }
+            perform(admission.letThrough)
         }
         _ = scheduler.endAdmission(generation: generation)
     }
@@ -269,7 +293,19 @@ private struct SchedulerModel {
         }
     }
 
+    /// It took its turn as it was held, then found it waits for a dependency after all: the turn
+    /// goes back (`turnUnused`), and it asks again once the dependency finished.
+    mutating func findDependency(_ index: Int) {
+        foundDependency[index] = true
+        holdsTurnFromAdd[index] = false
+        stages[index] = .waitingForDependencies
+        readyAt[index] = nil
+        wentAt[index] = nil
+        perform(scheduler.turnUnused(ticket: ticket(index)))
+    }
+
     mutating func conditionsPass(_ index: Int) {
+        holdsTurnFromAdd[index] = false
         conditionsPassed[index] = true
         if needs[index] == .category {
             acquire(index)
@@ -299,7 +335,9 @@ private struct SchedulerModel {
         let slotLine = scheduler.slotLine.waiters.map { String($0.ticket) }.joined(separator: ",")
         let ready = readyAt.map { $0 == nil ? "n" : "r" }.joined()
         let went = wentAt.map { $0 == nil ? "n" : "w" }.joined()
-        let passed = conditionsPassed.map { $0 ? "p" : "n" }.joined()
+        let passed = zip(conditionsPassed, zip(holdsTurnFromAdd, foundDependency)).map { passed, turn in
+            (passed ? "p" : "n") + (turn.0 ? "t" : "") + (turn.1 ? "f" : "")
+        }.joined(separator: "/")
         return "\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
     }
 
@@ -336,6 +374,8 @@ private struct SchedulerModel {
         ([.category, .conditions, .category], 2),
         ([.nothing, .conditions, .plain], 2),
         ([.conditions, .category, .nothing, .category], 2),
+        ([.conditionsAtOnce, .nothing, .conditionsAtOnce], 1),
+        ([.conditionsAtOnce, .category, .conditions], 1),
     ]
 
     /// Serial, two slots, and Foundation's default (no limit).
