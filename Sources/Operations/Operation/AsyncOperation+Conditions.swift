@@ -27,42 +27,54 @@ extension AsyncOperation {
 
     /// Attaches the conditions' dependencies, then waits for every dependency, evaluates the
     /// conditions and acquires the categories; `queue` receives the condition dependencies.
-    /// `holder`: the queue that holds the operation, if one does. `holdingTurn`: it gave the
-    /// operation its turn as it held it (its conditions name no category): the operation goes on
-    /// to evaluate them at once, unless it waits for a dependency after all. `categories`: those
-    /// of `conditions`, if the queue read them already.
-    func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?, heldBy holder: AsyncOperationQueue? = nil, holdingTurn: Bool = false, categories: [String]? = nil) {
+    /// (Started by hand: no queue of ours holds it.)
+    func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
+        _ = attachConditionDependencies(conditions, to: queue)
+        endEnqueuing(lifecycle.finishEnqueuing(), heldBy: nil, categories: nil)
+    }
+
+    /// Attaches the dependencies the conditions bring, each added to `queue`; whether it
+    /// attached any.
+    func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?) -> Bool {
+        var attached = false
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
                 addConditionDependency(dependency, to: queue)
+                attached = true
             }
         }
-        let action: OperationLifecycle.AdvanceAction
-        if holdingTurn, let holder {
+        return attached
+    }
+
+    /// Ends its add to `queue`, which holds it now, its condition dependencies attached. Given
+    /// its turn as it was held (`turn`), it begins evaluating the conditions in the same step,
+    /// unless something stands in the way; otherwise it waits for its dependencies and goes on
+    /// as usual. `categories`: those of `conditions`, if the queue read them already.
+    func endAdd(of conditions: [any OperationCondition], to queue: AsyncOperationQueue, turn: QueueScheduler.HeldAdmission, categories: consuming [String]?) {
+        if case .heldWithTurn = turn {
             switch lifecycle.finishEnqueuing(holdingTurnWith: conditions.count) {
             case let .evaluate(start):
-                go(start, with: conditions, gate: nil, lineRoot: nil)
+                proceed(after: start, with: conditions, gate: nil, lineRoot: nil)
                 return
             case let .giveBackTurn(ticket):
-                holder.turnUnused(ticket: ticket)
-                logWaiting() // for its dependencies
-                return
-            case let .advance(next):
-                action = next
+                queue.turnUnused(ticket: ticket) // still being added: nothing lets it on meanwhile
             }
-        } else {
-            action = lifecycle.finishEnqueuing()
         }
-        switch action {
-        case .none:
-            logWaiting() // for its dependencies
+        let read = categories.map { CategoriesReadAtAdd(names: $0, conditionCount: conditions.count) }
+        endEnqueuing(lifecycle.finishEnqueuing(), heldBy: queue, categories: read)
+    }
+
+    /// Goes on as the end of its add says. `holder`: the queue that holds it, if one does.
+    private func endEnqueuing(_ end: consuming OperationLifecycle.EnqueueEnd, heldBy holder: AsyncOperationQueue?, categories: consuming CategoriesReadAtAdd?) {
+        switch end {
         case let .leaveQueue(ticket):
             holder?.forgetOperationFinishedWhileAdded(self, ticket: ticket)
-            return
-        default:
-            break
+        case let .advance(action):
+            if case .none = action {
+                logWaiting() // for its dependencies
+            }
+            advance(action, categories: categories)
         }
-        advance(action, categories: categories.map { ReadCategories(names: $0, conditionCount: conditions.count) })
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
@@ -79,9 +91,9 @@ extension AsyncOperation {
 
     /// Goes on as `action` says. `categories`: the conditions' categories, if they were read
     /// already (on the way to execution they are read once).
-    func advance(_ action: OperationLifecycle.AdvanceAction, categories read: ReadCategories? = nil) {
+    func advance(_ action: OperationLifecycle.AdvanceAction, categories read: consuming CategoriesReadAtAdd? = nil) {
         switch action {
-        case .none, .leaveQueue: // only finishEnqueuing() says the latter, and runPipeline acts on it
+        case .none:
             break
         case let .finish(errors):
             finish(errors: errors)
@@ -168,12 +180,12 @@ extension AsyncOperation {
         } else {
             start = lifecycle.beginEvaluating(categories: categories, categoryLockGate: gate)
         }
-        go(start, with: conditions, gate: gate, lineRoot: lineRoot)
+        proceed(after: start, with: conditions, gate: gate, lineRoot: lineRoot)
     }
 
     /// Goes on as the beginning of an evaluation says: hands `conditions` out, or acts on what
     /// is settled already. `gate`: the lock gate it brought for its categories, if any.
-    private func go(_ start: OperationLifecycle.EvaluationStart, with conditions: [any OperationCondition], gate: CategoryLockGate?, lineRoot: UInt64?) {
+    private func proceed(after start: OperationLifecycle.EvaluationStart, with conditions: [any OperationCondition], gate: CategoryLockGate?, lineRoot: UInt64?) {
         switch start {
         case .alreadyHandedOut:
             gate?.operationFinished() // another evaluation under way keeps its own
@@ -504,9 +516,9 @@ final class ConditionAnswer: Sendable {
     }
 }
 
-/// The categories of an operation's conditions, read once (user code, outside any lock) for as
-/// long as no condition is added.
-struct ReadCategories {
+/// The categories of an operation's conditions, read once as it is added (user code, outside any
+/// lock), and used for as long as no condition is added.
+struct CategoriesReadAtAdd {
     let names: [String]
     /// How many conditions there were when they were read.
     let conditionCount: Int

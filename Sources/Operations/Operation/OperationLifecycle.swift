@@ -395,10 +395,18 @@ struct OperationLifecycle {
         case reject(OperationDiagnostic.Kind, String)
         /// Nothing to wait for: mark ready and hand to Foundation right away.
         case handOffNow
-        /// Attach condition dependencies, then wait for dependencies and evaluate conditions.
-        /// `awaitsDependencies`: it has unfinished dependencies already (otherwise its queue may
-        /// give it its turn as it holds it: `finishEnqueuing(holdingTurnWith:)`).
-        case runPipeline([any OperationCondition], awaitsDependencies: Bool)
+        /// Attach condition dependencies, then wait for dependencies and evaluate conditions,
+        /// asking the queue for the turn as `turn` says.
+        case runPipeline([any OperationCondition], turn: TurnRequest)
+    }
+
+    /// When an operation on its way to its conditions asks its queue for its turn.
+    enum TurnRequest {
+        /// As the queue holds it: it waits for nothing known and is not finishing, so it may
+        /// begin evaluating as its add ends (`finishEnqueuing(holdingTurnWith:)`).
+        case asHeld
+        /// Once its dependencies finished (`AdvanceAction.evaluateConditions`).
+        case onceReady
     }
 
     mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64 = 0) -> EnqueueAction {
@@ -423,7 +431,8 @@ struct OperationLifecycle {
             return .handOffNow
         }
         state = .enqueuing(placement)
-        return .runPipeline(conditions, awaitsDependencies: !unfinishedDependencies.isEmpty)
+        let waitsForNothing = unfinishedDependencies.isEmpty && !isCancelled && cycleDependencyName == nil
+        return .runPipeline(conditions, turn: waitsForNothing ? .asHeld : .onceReady)
     }
 
     enum AdvanceAction {
@@ -435,19 +444,25 @@ struct OperationLifecycle {
         case finish([any Error])
         /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
         case finishClosingCycle(dependencyName: String)
-        /// It finished while it was being added (`finish(with:)` from elsewhere), and its queue may
-        /// have heard of the finish before it held the operation: the queue lets go of it, and of
-        /// any turn it gave it (again, if it heard after). Only `finishEnqueuing()` says this.
+    }
+
+    /// What the end of an add comes to.
+    enum EnqueueEnd {
+        /// Go on as `action` says.
+        case advance(AdvanceAction)
+        /// It finished while it was being added (`finish(with:)` from elsewhere), and its queue
+        /// may have heard of the finish before it held the operation: the queue lets go of it,
+        /// and of any turn it gave it (again, if it heard after).
         case leaveQueue(ticket: UInt64)
     }
 
     /// Called once condition dependencies are attached: start waiting.
-    mutating func finishEnqueuing() -> AdvanceAction {
+    mutating func finishEnqueuing() -> EnqueueEnd {
         guard case let .enqueuing(placement) = state else {
-            return turnGivenAfterFinish.map { .leaveQueue(ticket: $0) } ?? .none
+            return turnGivenAfterFinish.map { .leaveQueue(ticket: $0) } ?? .advance(.none)
         }
         state = .pending(placement)
-        return advanceIfDependenciesFinished()
+        return .advance(advanceIfDependenciesFinished())
     }
 
     /// What an operation that its queue gave its turn as it held it does once its condition
@@ -456,29 +471,23 @@ struct OperationLifecycle {
         /// Nothing stands in the way: evaluate the conditions as `start` says. Finishing the add,
         /// taking the turn and beginning the evaluation were one step.
         case evaluate(EvaluationStart)
-        /// It waits for dependencies after all (a condition's, or one added meanwhile): the turn
-        /// goes back to the queue, and it asks again once they finished.
+        /// Something does: a dependency (a condition's, or one added meanwhile), a cancel or a
+        /// finish, or a condition added since the queue read their categories. It is still being
+        /// added, so no dependency's finish can let it on meanwhile: it gives the turn back first,
+        /// then ends the add as usual (`finishEnqueuing()`).
         case giveBackTurn(ticket: UInt64)
-        /// Go on as `action` says, keeping the turn: it finishes (cancelled meanwhile: the finish
-        /// gives the turn back) or finished already (its queue lets go of it and of the turn), or
-        /// conditions came since the queue was asked (`advance` asks for the turn again, keeping
-        /// it, and whether it needs a slot now).
-        case advance(AdvanceAction)
     }
 
-    /// Called once condition dependencies are attached, as `finishEnqueuing()`, by an operation
-    /// its queue gave its turn as it held it: it asked for the turn for `conditionCount`
-    /// conditions, none of which names a category.
+    /// Called once condition dependencies are attached, instead of `finishEnqueuing()`, by an
+    /// operation its queue gave its turn as it held it: it asked for the turn for
+    /// `conditionCount` conditions, none of which names a category.
     mutating func finishEnqueuing(holdingTurnWith conditionCount: Int) -> EnqueuedHoldingTurn {
-        let action = finishEnqueuing()
-        switch action {
-        case .evaluateConditions where conditions.count == conditionCount:
-            return .evaluate(beginEvaluating(categories: []))
-        case .none:
+        guard case let .enqueuing(placement) = state, !isCancelled, cycleDependencyName == nil,
+              unfinishedDependencies.isEmpty, conditions.count == conditionCount, conditionCount > 0 else {
             return .giveBackTurn(ticket: ticket)
-        case .evaluateConditions, .proceedWithoutConditions, .finish, .finishClosingCycle, .leaveQueue:
-            return .advance(action)
         }
+        beginWaitingForAnswers(placement)
+        return .evaluate(beginEvaluating(categories: []))
     }
 
     /// Moves a pending operation on when nothing is left to wait for.
@@ -493,9 +502,14 @@ struct OperationLifecycle {
             state = .waitingForCategories(placement, Standing())
             return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
         }
+        beginWaitingForAnswers(placement)
+        return .evaluateConditions(conditions, queue: queue, ticket: placement.ticket)
+    }
+
+    /// Nothing stands between the operation and its conditions any more: it awaits every answer.
+    private mutating func beginWaitingForAnswers(_ placement: Placement) {
         awaited = ConditionIndexSet(below: conditions.count)
         state = .evaluatingConditions(placement, Standing(), ConditionEvaluation(awaiting: conditions.count), dispatched: false)
-        return .evaluateConditions(conditions, queue: queue, ticket: placement.ticket)
     }
 
     enum DependencyAction {

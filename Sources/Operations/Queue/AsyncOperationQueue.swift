@@ -417,7 +417,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
-        case let .runPipeline(conditions, awaitsDependencies):
+        case let .runPipeline(conditions, turn):
             if context.isLogging { operation.logIfLogging(.added) }
             admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
@@ -425,17 +425,24 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.removeAll(keepingCapacity: true)
             let reservingFor = batch.reservedHeldRoom ? 1 : batch.unadmitted
             batch.reservedHeldRoom = true
-            // Waiting for nothing known yet, on a queue that runs and is not serial, it reads its
-            // categories now (once), and if it needs none it asks for its turn as it is held: the
-            // usual case of conditions takes a step of the queue and one of its own fewer
-            // (`finishEnqueuing(holdingTurnWith:)`).
-            let categories = awaitsDependencies || context.mayWaitInLine ? nil : AsyncOperation.categories(of: conditions)
+            // User code first (the conditions' dependencies and categories), so that nothing
+            // comes between the turn taken as it is held and the evaluation it begins.
+            let attachedDependencies = operation.attachConditionDependencies(conditions, to: self)
+            // Waiting for nothing, on a queue that runs and is not serial, it reads its categories
+            // now (once): if it needs none, it asks for its turn as it is held, and a condition
+            // takes a step of the queue and one of its own fewer (`finishEnqueuing(holdingTurnWith:)`).
+            var categories: [String]?
+            if case .asHeld = turn, !attachedDependencies, !context.mayWaitInLine {
+                categories = AsyncOperation.categories(of: conditions)
+            }
             let asksTurn = categories?.isEmpty == true
             let admission = state.withLock {
                 $0.scheduler.admitHeld(operation, reservingFor: reservingFor, askingTurnFor: asksTurn ? ticket : nil)
             }
-            perform(admission.letThrough)
-            operation.runPipeline(conditions, addingDependenciesTo: self, heldBy: self, holdingTurn: admission.tookTurn, categories: categories)
+            if case let .held(letThrough) = admission {
+                perform(letThrough) // operations waiting for a slot, added earlier, go first
+            }
+            operation.endAdd(of: conditions, to: self, turn: admission, categories: consume categories)
         }
     }
 
@@ -573,8 +580,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         perform(state.withLock { $0.scheduler.finishedBeforeHandOff(operation, ticket: ticket) })
     }
 
-    /// An operation let through had finished already, its finish heard: the turn it was given
-    /// goes on to the next operation (a serial queue would otherwise wait for it for ever).
+    /// An operation let through gives up its turn without using it (it had finished already, its
+    /// finish heard, or it waits for a dependency after all): the turn goes on to the next
+    /// operation (a serial queue would otherwise wait for it for ever).
     func turnUnused(ticket: UInt64) {
         perform(state.withLock { $0.scheduler.turnUnused(ticket: ticket) })
     }

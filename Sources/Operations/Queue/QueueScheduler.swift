@@ -203,11 +203,13 @@ struct QueueScheduler {
     }
 
     /// What admitting a held operation came to.
-    struct HeldAdmission {
-        /// It no longer counts as on its way to Foundation: operations waiting for a slot go on.
-        var letThrough = LetThrough()
-        /// It asked for its turn, and has it: it goes on to its conditions without asking again.
-        var tookTurn = false
+    enum HeldAdmission {
+        /// Held; it asks for its turn once its dependencies finished. It no longer counts as on
+        /// its way to Foundation: operations waiting for a slot go on first (`letThrough`).
+        case held(LetThrough)
+        /// Held, with the turn it asked for: it goes on to its conditions without asking again.
+        /// Nobody else was let through.
+        case heldWithTurn
     }
 
     /// Admits an `AsyncOperation` that waits for dependencies or conditions first. It no longer
@@ -215,19 +217,20 @@ struct QueueScheduler {
     /// `reservingFor`: the first of its batch to be held makes room for the rest of the batch
     /// too (a chain added at once), so that the table grows once. `askingTurnFor`: its ticket,
     /// if it waits for nothing known yet and needs no slot: it takes its turn now if it may
-    /// (`requestTurn`'s rule), in the same step. Otherwise it asks once its dependencies finished.
+    /// (`requestTurn`'s rule) and nobody else is let through, in the same step. Otherwise it asks
+    /// once its dependencies finished.
     mutating func admitHeld(_ operation: AsyncOperation, reservingFor batchRemainder: Int = 1, askingTurnFor ticket: UInt64? = nil) -> HeldAdmission {
         if batchRemainder > 1 {
             held.reserveCapacity(forAdding: batchRemainder)
         }
         held.insert(operation)
-        var admission = HeldAdmission()
-        if let ticket, mayGiveTurn {
-            inProgress.insert(ticket)
-            admission.tookTurn = true
-        }
-        drainSlotLine(into: &admission.letThrough)
-        return admission
+        var letThrough = LetThrough()
+        drainSlotLine(into: &letThrough)
+        // Those let through were added earlier, and go first: the turn is given as it is held only
+        // when nothing (no other operation's conditions) comes between it and its evaluation.
+        guard let ticket, mayGiveTurn, letThrough.isEmpty else { return .held(letThrough) }
+        inProgress.insert(ticket)
+        return .heldWithTurn
     }
 
     /// Operations were given to Foundation: they are no longer held. (They stay held until
@@ -345,8 +348,9 @@ struct QueueScheduler {
         return letThrough
     }
 
-    /// An operation let through finished before it could use its turn, and after its finish was
-    /// heard (`finishedBeforeHandOff`): the turn goes on.
+    /// An operation let through gives up its turn without using it: it finished first, after its
+    /// finish was heard (`finishedBeforeHandOff`), or it waits for a dependency after all. The
+    /// turn goes on.
     mutating func turnUnused(ticket: UInt64) -> LetThrough {
         var letThrough = LetThrough()
         if inProgress.remove(ticket) {

@@ -40,6 +40,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// The mutually exclusive categories the conditions carry.
     var categories: [String] = []
     var dependency = false
+    /// A dependency comes while the operation is being added (a condition's, or `addDependency`
+    /// from elsewhere), perhaps after its queue gave it its turn as it held it.
+    var lateDependency = false
     /// Another operation holds the category at first (and lets go of it some time).
     var contended = false
     /// A subclass that holds back a finish without execution (as a group does) and delivers it later.
@@ -92,6 +95,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
         LifecycleScope(name: "conditions without categories or dependencies: the turn taken as it is held",
                        conditions: [.atOnce(satisfied: true), .answered], finishes: 2, suspensions: 1,
                        minimumStates: 20_000, minimumTerminals: 120),
+        LifecycleScope(name: "the turn taken as it is held, then a dependency while it is being added",
+                       conditions: [.atOnce(satisfied: true)], lateDependency: true, suspensions: 1,
+                       minimumStates: 15_000, minimumTerminals: 100),
     ]
 }
 
@@ -152,7 +158,7 @@ private enum Finish: Hashable, CustomStringConvertible {
 }
 
 private enum Advance: Hashable, CustomStringConvertible {
-    case none, closeCycle, leaveQueue
+    case none, closeCycle
     case evaluate(onQueue: Bool)
     case proceed(onQueue: Bool)
     case finish(errors: [String])
@@ -161,7 +167,6 @@ private enum Advance: Hashable, CustomStringConvertible {
         switch action {
         case .none: self = .none
         case .finishClosingCycle: self = .closeCycle
-        case .leaveQueue: self = .leaveQueue
         case let .evaluateConditions(_, queue, _): self = .evaluate(onQueue: queue != nil)
         case let .proceedWithoutConditions(queue, _): self = .proceed(onQueue: queue != nil)
         case let .finish(errors): self = .finish(errors: labels(errors))
@@ -172,7 +177,6 @@ private enum Advance: Hashable, CustomStringConvertible {
         switch self {
         case .none: ".none"
         case .closeCycle: ".finishClosingCycle"
-        case .leaveQueue: ".leaveQueue"
         case let .evaluate(onQueue): ".evaluateConditions(onQueue: \(onQueue))"
         case let .proceed(onQueue): ".proceedWithoutConditions(onQueue: \(onQueue))"
         case let .finish(errors): ".finish(\(errors))"
@@ -275,6 +279,8 @@ private struct World {
     var suspensions = 0
     var produces = 0
     var dependencyFinished = false
+    var lateDependencyAdded = false
+    var lateDependencyFinished = false
     var answersOwed: [Int] = []
     var satisfiedConditions: Set<Int> = []
     var answeredOnce: Set<Int> = []
@@ -338,7 +344,7 @@ private struct World {
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
-            flags: [enqueued, dependencyFinished, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
+            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
@@ -397,6 +403,7 @@ private struct Explorer {
     let checkedBugs: Set<KnownBug>
     let queue: AsyncOperationQueue
     let dependency = BlockOperation {}
+    let lateDependency = BlockOperation {}
 
     init(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug>) {
         self.scope = scope
@@ -473,6 +480,20 @@ private struct Explorer {
                 }
             }
         }
+        if scope.lateDependency && !world.lateDependencyAdded && world.life.phase == .enqueuing {
+            event("a dependency is added while it is being added") { world in
+                world.lateDependencyAdded = true
+                _ = world.life.addDependency(lateDependency)
+            }
+        }
+        if world.lateDependencyAdded && !world.lateDependencyFinished {
+            event("the late dependency finishes") { world in
+                world.lateDependencyFinished = true
+                if case let .advance(action) = world.life.dependencyFinished(ObjectIdentifier(lateDependency)) {
+                    world.spawn([.advance(Advance(action))])
+                }
+            }
+        }
         if scope.dependency && !world.dependencyFinished {
             event("the dependency finishes") { world in
                 world.dependencyFinished = true
@@ -536,6 +557,7 @@ private struct Explorer {
     func owesEvents(_ world: World) -> Bool {
         (scope.onQueue && !world.enqueued) || (!scope.onQueue && world.handStarts == 0)
             || (scope.dependency && !world.dependencyFinished) || !world.answersOwed.isEmpty
+            || (world.lateDependencyAdded && !world.lateDependencyFinished)
             || world.otherHolds || world.suspended || world.heldFinishOwed
     }
 
@@ -551,11 +573,12 @@ private struct Explorer {
             } else {
                 giveToFoundation(in: &world, by: "an add")
             }
-        case let .runPipeline(_, awaitsDependencies):
+        case let .runPipeline(_, turn):
             // As `AsyncOperationQueue.admit`: it asks for its turn as it is held if it waits for
             // nothing known and its conditions name no category. Being held is a step of its own:
             // a finish from elsewhere may come first.
-            world.spawn([.admitHeld(askingTurn: !awaitsDependencies && scope.categories.isEmpty)])
+            let asksTurn = turn == .asHeld && scope.categories.isEmpty
+            world.spawn([.admitHeld(askingTurn: asksTurn)])
         }
     }
 
@@ -636,6 +659,9 @@ private struct Explorer {
         case .alreadyHandedOut:
             return []
         case let .handOut(awaited):
+            if (scope.dependency && !world.dependencyFinished) || (world.lateDependencyAdded && !world.lateDependencyFinished) {
+                world.violate("hands its conditions out before every dependency finished")
+            }
             let handedOut = scope.conditions.indices.filter { awaited.contains($0) }
             #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },
                     "only the conditions that are not satisfied by construction are handed out")
@@ -668,32 +694,33 @@ private struct Explorer {
             return [.finishEnqueuingHoldingTurn]
 
         case .finishEnqueuing:
-            return [.advance(Advance(world.life.finishEnqueuing()))]
-
-        case .finishEnqueuingHoldingTurn:
-            switch world.life.finishEnqueuing(holdingTurnWith: scope.conditions.count) {
-            case let .evaluate(start):
-                return steps(after: start, in: &world)
-            case .giveBackTurn:
-                if [.evaluatingConditions, .waitingForCategories, .ready, .executing].contains(world.life.phase) {
-                    world.violate("gave back the turn it took as it was held, yet went on towards execution")
-                }
-                world.holdsTurnFromAdd = false
-                return []
+            switch world.life.finishEnqueuing() {
             case let .advance(action):
-                return [.advance(Advance(action))] // keeps the turn: asking again is taking it
-            }
-
-        case let .advance(action):
-            switch action {
-            case .none, .closeCycle:
-                return []
+                return [.advance(Advance(action))]
             case .leaveQueue: // the queue's finishedBeforeHandOff, again
                 if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
                 world.heldByQueue = false
                 world.holdsTurnFromAdd = false
                 world.parkedToProceed = 0
                 world.parkedForHandOff = false
+                return []
+            }
+
+        case .finishEnqueuingHoldingTurn:
+            switch world.life.finishEnqueuing(holdingTurnWith: scope.conditions.count) {
+            case let .evaluate(start):
+                return steps(after: start, in: &world)
+            case .giveBackTurn:
+                if ![.enqueuing, .finishing, .finished].contains(world.life.phase) {
+                    world.violate("gave back the turn it took as it was held, no longer being added")
+                }
+                world.holdsTurnFromAdd = false // `turnUnused`, then the add ends as usual
+                return [.finishEnqueuing]
+            }
+
+        case let .advance(action):
+            switch action {
+            case .none, .closeCycle:
                 return []
             case let .finish(errors):
                 return [.finish(errors: errors)]
@@ -978,6 +1005,9 @@ private struct Explorer {
         if world.cancelCalled { world.violate("\(caller) decided to execute although it was cancelled before") }
         if world.executed > 0 || world.didStart > 0 { world.violate("\(caller) decided to execute a second time") }
         if scope.dependency && !world.dependencyFinished { world.violate("\(caller) decided to execute before its dependency finished") }
+        if world.lateDependencyAdded && !world.lateDependencyFinished {
+            world.violate("\(caller) decided to execute before the dependency added while it was being added finished")
+        }
         let answered = scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction }
         if !answered.allSatisfy(world.satisfiedConditions.contains) {
             world.violate("\(caller) decided to execute before its conditions were satisfied")

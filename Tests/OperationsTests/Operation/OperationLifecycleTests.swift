@@ -176,7 +176,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             Issue.record("expected the pipeline")
             return
         }
-        guard case .none = state.finishEnqueuing() else {
+        guard case .advance(.none) = state.finishEnqueuing() else {
             Issue.record("must wait for dependencies")
             return
         }
@@ -191,89 +191,108 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.phase == .evaluatingConditions && !state.isReadyForFoundation)
     }
 
-    @Test func enqueue_saysWhetherTheOperationAwaitsDependenciesAlready() {
+    @Test func enqueue_asksForTheTurnAsHeld_onlyWhenItWaitsForNothingKnown() {
+        // Given operations with a condition: one with a dependency, one cancelled, one free
         var waiting = OperationLifecycle()
         _ = waiting.addDependency(BlockOperation {})
         _ = waiting.addCondition(Condition(), satisfiedByConstruction: false)
-        guard case .runPipeline(_, awaitsDependencies: true) = waiting.enqueue(on: queue, ticket: 1) else {
-            Issue.record("an unfinished dependency is known at the add")
-            return
-        }
+        var cancelled = OperationLifecycle()
+        _ = cancelled.cancel(error: nil)
+        _ = cancelled.addCondition(Condition(), satisfiedByConstruction: false)
         var free = OperationLifecycle()
         _ = free.addCondition(Condition(), satisfiedByConstruction: false)
-        guard case .runPipeline(_, awaitsDependencies: false) = free.enqueue(on: queue, ticket: 2) else {
-            Issue.record("nothing to wait for is known at the add")
+
+        // When they are added, then only the free one asks for its turn as it is held
+        guard case .runPipeline(_, turn: .onceReady) = waiting.enqueue(on: queue, ticket: 1),
+              case .runPipeline(_, turn: .onceReady) = cancelled.enqueue(on: queue, ticket: 2),
+              case .runPipeline(_, turn: .asHeld) = free.enqueue(on: queue, ticket: 3) else {
+            Issue.record("only an operation that waits for nothing known asks as it is held")
             return
         }
     }
 
     @Test func finishEnqueuingHoldingTurn_beginsTheEvaluationInTheSameStep() {
+        // Given an operation with a condition, being added
         var state = OperationLifecycle()
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         _ = state.enqueue(on: queue, ticket: 1)
-        guard case .evaluate(.handOut) = state.finishEnqueuing(holdingTurnWith: 1) else {
+
+        // When its add ends with the turn its queue gave it as it held it
+        let end = state.finishEnqueuing(holdingTurnWith: 1)
+
+        // Then the condition is handed out in that same step
+        guard case .evaluate(.handOut) = end else {
             Issue.record("expected the conditions to be handed out")
             return
         }
         #expect(state.phase == .evaluatingConditions && state.conditionsDispatched)
     }
 
-    @Test func finishEnqueuingHoldingTurn_givesTheTurnBack_whenADependencyCameMeanwhile() {
+    /// Something stands in the way of an operation given its turn as it was held: it gives the
+    /// turn back while it is still being added, so that nothing (a dependency's finish) lets it
+    /// on before the turn is back; then its add ends as usual.
+    @Test(arguments: ["dependency", "condition", "cancel", "finish"])
+    func finishEnqueuingHoldingTurn_givesTheTurnBackFirst_whenSomethingStandsInTheWay(obstacle: String) {
+        // Given an operation with a condition, being added
         var state = OperationLifecycle()
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         _ = state.enqueue(on: queue, ticket: 7)
-        _ = state.addDependency(BlockOperation {}) // a condition's dependency, say
+        let dependency = BlockOperation {}
+
+        // When, before its add ends, the obstacle comes
+        switch obstacle {
+        case "dependency": _ = state.addDependency(dependency) // a condition's, say
+        case "condition": _ = state.addCondition(Condition(), satisfiedByConstruction: false) // may name a category
+        case "cancel": _ = state.cancel(error: nil)
+        default: _ = state.finish(errors: [StubError()])
+        }
+        let phase = state.phase
+
+        // Then it gives the turn back, still where it was
         guard case .giveBackTurn(ticket: 7) = state.finishEnqueuing(holdingTurnWith: 1) else {
-            Issue.record("it waits for a dependency: the turn goes back")
+            Issue.record("the turn goes back first")
             return
         }
-        #expect(state.phase == .pending && !state.conditionsDispatched)
+        #expect(state.phase == phase && !state.conditionsDispatched)
+        guard obstacle == "dependency" else { return }
+        switch state.dependencyFinished(ObjectIdentifier(dependency)) {
+        case .none, .advance(.none):
+            break // nothing lets it on while it is being added
+        default:
+            Issue.record("a dependency's finish let it on while it was being added")
+        }
+        guard case .advance(.evaluateConditions) = state.finishEnqueuing() else {
+            Issue.record("its add ends as usual: nothing to wait for any more")
+            return
+        }
     }
 
-    @Test func finishEnqueuingHoldingTurn_asksAgain_whenAConditionCameMeanwhile() {
+    /// A finish from elsewhere while the operation is being added may be heard by its queue
+    /// before the queue holds it: the end of the add lets the queue go of it (and of any turn).
+    @Test(arguments: [false, true])
+    func finishEnqueuing_afterAFinishFromElsewhere_letsTheQueueGoOfIt(holdingTurn: Bool) {
+        // Given an operation being added, finished from elsewhere, its queue told
         var state = OperationLifecycle()
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
-        _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.addCondition(Condition(), satisfiedByConstruction: false) // may name a category
-        guard case .advance(.evaluateConditions(let conditions, _, _)) = state.finishEnqueuing(holdingTurnWith: 1) else {
-            Issue.record("its categories must be read again before it evaluates")
+        _ = state.enqueue(on: queue, ticket: 9)
+        guard case .deliver = state.finish(errors: [StubError()]) else {
+            Issue.record("a finish while it is being added is delivered at once")
             return
         }
-        #expect(conditions.count == 2 && !state.conditionsDispatched)
-    }
+        _ = state.completeFinish()
 
-    @Test func finishEnqueuingHoldingTurn_letsTheFinishGiveTheTurnBack_whenCancelledMeanwhile() {
-        var state = OperationLifecycle()
-        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
-        _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.cancel(error: nil)
-        guard case .advance(.finish) = state.finishEnqueuing(holdingTurnWith: 1) else {
-            Issue.record("a cancelled operation finishes instead of evaluating")
-            return
-        }
-    }
-
-    @Test func finishEnqueuing_afterAFinishFromElsewhere_letsTheQueueGoOfIt() {
-        for holdingTurn in [false, true] {
-            var state = OperationLifecycle()
-            _ = state.addCondition(Condition(), satisfiedByConstruction: false)
-            _ = state.enqueue(on: queue, ticket: 9)
-            guard case .deliver = state.finish(errors: [StubError()]) else {
-                Issue.record("a finish while it is being added is delivered at once")
+        // When its add ends (giving back the turn it was given as it was held, if it was)
+        if holdingTurn {
+            guard case .giveBackTurn(ticket: 9) = state.finishEnqueuing(holdingTurnWith: 1) else {
+                Issue.record("the turn goes back first")
                 return
             }
-            _ = state.completeFinish() // its queue may hear of it before it holds the operation
-            if holdingTurn {
-                guard case .advance(.leaveQueue(ticket: 9)) = state.finishEnqueuing(holdingTurnWith: 1) else {
-                    Issue.record("the queue must let go of it and of its turn")
-                    return
-                }
-            } else {
-                guard case .leaveQueue(ticket: 9) = state.finishEnqueuing() else {
-                    Issue.record("the queue must let go of it")
-                    return
-                }
-            }
+        }
+
+        // Then the queue lets go of it
+        guard case .leaveQueue(ticket: 9) = state.finishEnqueuing() else {
+            Issue.record("the queue must let go of it")
+            return
         }
     }
 

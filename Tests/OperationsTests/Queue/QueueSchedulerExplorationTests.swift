@@ -261,19 +261,21 @@ private struct SchedulerModel {
             }
         case .conditions, .category:
             stages[index] = .waitingForDependencies
-            perform(scheduler.admitHeld(async(index)).letThrough)
+            if case let .held(letThrough) = scheduler.admitHeld(async(index)) {
+                perform(letThrough)
+            }
         case .conditionsAtOnce:
-            let admission = scheduler.admitHeld(async(index), askingTurnFor: ticket(index))
-            if admission.tookTurn {
+            switch scheduler.admitHeld(async(index), askingTurnFor: ticket(index)) {
+            case .heldWithTurn:
                 if scheduler.isSuspended { violations.append("op\(index) took its turn as it was held on a suspended queue") }
                 readyAt[index] = clock
                 stages[index] = .inLine
                 holdsTurnFromAdd[index] = true
                 proceed(index)
-            } else {
+            case let .held(letThrough):
                 stages[index] = .waitingForDependencies // it asks once its dependencies finished
+                perform(letThrough)
             }
-            perform(admission.letThrough)
         }
         _ = scheduler.endAdmission(generation: generation)
     }
