@@ -431,8 +431,12 @@ struct OperationLifecycle {
             return .handOffNow
         }
         state = .enqueuing(placement)
-        let waitsForNothing = unfinishedDependencies.isEmpty && !isCancelled && cycleDependencyName == nil
-        return .runPipeline(conditions, turn: waitsForNothing ? .asHeld : .onceReady)
+        return .runPipeline(conditions, turn: waitsForNothingKnown ? .asHeld : .onceReady)
+    }
+
+    /// No unfinished dependency, no cancel, no cycle: nothing known keeps it from its conditions.
+    private var waitsForNothingKnown: Bool {
+        unfinishedDependencies.isEmpty && !isCancelled && cycleDependencyName == nil
     }
 
     enum AdvanceAction {
@@ -482,8 +486,7 @@ struct OperationLifecycle {
     /// operation its queue gave its turn as it held it: it asked for the turn for
     /// `conditionCount` conditions, none of which names a category.
     mutating func finishEnqueuing(holdingTurnWith conditionCount: Int) -> EnqueuedHoldingTurn {
-        guard case let .enqueuing(placement) = state, !isCancelled, cycleDependencyName == nil,
-              unfinishedDependencies.isEmpty, conditions.count == conditionCount, conditionCount > 0 else {
+        guard case let .enqueuing(placement) = state, waitsForNothingKnown, conditions.count == conditionCount else {
             return .giveBackTurn(ticket: ticket)
         }
         beginWaitingForAnswers(placement)
@@ -624,7 +627,9 @@ struct OperationLifecycle {
         }
         satisfiedByConstruction.set(conditions.count, to: isSatisfied)
         conditions.append(condition)
-        return phase == .pending ? .addedWhileWaiting : .added
+        // Being added, it has read its conditions already (to attach their dependencies): one
+        // added now brings its dependency itself, as one added while it waits does.
+        return phase == .pending || phase == .enqueuing ? .addedWhileWaiting : .added
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer

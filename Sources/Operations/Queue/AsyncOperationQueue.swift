@@ -580,9 +580,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         perform(state.withLock { $0.scheduler.finishedBeforeHandOff(operation, ticket: ticket) })
     }
 
-    /// An operation let through gives up its turn without using it (it had finished already, its
-    /// finish heard, or it waits for a dependency after all): the turn goes on to the next
-    /// operation (a serial queue would otherwise wait for it for ever).
+    /// An operation gives up a turn it was given without using it (it had finished already, its
+    /// finish heard, or something stood in its way as it was held with its turn): the turn goes
+    /// on to the next operation (a serial queue would otherwise wait for it for ever).
     func turnUnused(ticket: UInt64) {
         perform(state.withLock { $0.scheduler.turnUnused(ticket: ticket) })
     }

@@ -348,9 +348,9 @@ struct QueueScheduler {
         return letThrough
     }
 
-    /// An operation let through gives up its turn without using it: it finished first, after its
-    /// finish was heard (`finishedBeforeHandOff`), or it waits for a dependency after all. The
-    /// turn goes on.
+    /// An operation gives up a turn it was given without using it: it finished first, after its
+    /// finish was heard (`finishedBeforeHandOff`), or something stood in its way as it was held
+    /// with its turn (`OperationLifecycle.EnqueuedHoldingTurn.giveBackTurn`). The turn goes on.
     mutating func turnUnused(ticket: UInt64) -> LetThrough {
         var letThrough = LetThrough()
         if inProgress.remove(ticket) {

@@ -231,8 +231,12 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     /// Something stands in the way of an operation given its turn as it was held: it gives the
     /// turn back while it is still being added, so that nothing (a dependency's finish) lets it
     /// on before the turn is back; then its add ends as usual.
-    @Test(arguments: ["dependency", "condition", "cancel", "finish"])
-    func finishEnqueuingHoldingTurn_givesTheTurnBackFirst_whenSomethingStandsInTheWay(obstacle: String) {
+    enum Obstacle: CaseIterable, Sendable {
+        case dependency, condition, cancel, finish
+    }
+
+    @Test(arguments: Obstacle.allCases)
+    func finishEnqueuingHoldingTurn_givesTheTurnBackFirst_whenSomethingStandsInTheWay(obstacle: Obstacle) {
         // Given an operation with a condition, being added
         var state = OperationLifecycle()
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
@@ -241,10 +245,10 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
 
         // When, before its add ends, the obstacle comes
         switch obstacle {
-        case "dependency": _ = state.addDependency(dependency) // a condition's, say
-        case "condition": _ = state.addCondition(Condition(), satisfiedByConstruction: false) // may name a category
-        case "cancel": _ = state.cancel(error: nil)
-        default: _ = state.finish(errors: [StubError()])
+        case .dependency: _ = state.addDependency(dependency) // a condition's, say
+        case .condition: _ = state.addCondition(Condition(), satisfiedByConstruction: false) // may name a category
+        case .cancel: _ = state.cancel(error: nil)
+        case .finish: _ = state.finish(errors: [StubError()])
         }
         let phase = state.phase
 
@@ -254,7 +258,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             return
         }
         #expect(state.phase == phase && !state.conditionsDispatched)
-        guard obstacle == "dependency" else { return }
+        guard obstacle == .dependency else { return }
         switch state.dependencyFinished(ObjectIdentifier(dependency)) {
         case .none, .advance(.none):
             break // nothing lets it on while it is being added

@@ -305,6 +305,34 @@ import TestSupport
         #expect(operation.errors.isEmpty)
     }
 
+    /// A condition added while its operation is being added (here by another condition's
+    /// `dependency(for:)`) brings its dependency too, which runs before the conditions are
+    /// evaluated.
+    @Test func conditionAddedWhileItsOperationIsBeingAdded_bringsItsDependency() {
+        // Given an operation whose condition adds a second one, with a dependency, as the
+        // operation is added
+        let log = Recorder<String>()
+        let late = StubCondition(name: "Late", dependency: { _ in
+            AsyncBlockOperation { log.append("late dependency") }
+        }) { _, completion in
+            log.append("evaluate late")
+            completion(.satisfied)
+        }
+        let operation = AsyncBlockOperation { log.append("execute") }
+        operation.addCondition(StubCondition(name: "AddsAnother", dependency: { operation in
+            operation.addCondition(late)
+            return nil
+        }) { _, completion in completion(.satisfied) })
+        let queue = AsyncOperationQueue()
+
+        // When it is added
+        queue.addOperation(operation)
+
+        // Then the late condition's dependency runs first, then the evaluation, then the body
+        #expect(waitUntilFinished([operation]))
+        #expect(log.all == ["late dependency", "evaluate late", "execute"])
+    }
+
     /// An operation finished from elsewhere while it is being added (here by a logger hearing
     /// `.added`, before the queue holds it) is not left behind: the queue lists it no more, and
     /// keeps no turn for it, so a queue made serial afterwards still runs what comes next.
