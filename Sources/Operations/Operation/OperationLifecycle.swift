@@ -423,15 +423,14 @@ struct OperationLifecycle {
         self.queue = queue
         lastQueueMention = queue.mention
         var placement = Placement(ticket: ticket, lineRoot: lineRoot)
-        let canSkipPipeline = unfinishedDependencies.isEmpty && conditions.isEmpty
-            && !isCancelled && cycleDependencyName == nil
-        if canSkipPipeline {
+        let waitsForNothing = waitsForNothingKnown
+        if waitsForNothing && conditions.isEmpty {
             placement.wasHandedOff = true
             state = .ready(placement, Standing(), finishRequested: false)
             return .handOffNow
         }
         state = .enqueuing(placement)
-        return .runPipeline(conditions, turn: waitsForNothingKnown ? .asHeld : .onceReady)
+        return .runPipeline(conditions, turn: waitsForNothing ? .asHeld : .onceReady)
     }
 
     /// No unfinished dependency, no cancel, no cycle: nothing known keeps it from its conditions.

@@ -697,12 +697,9 @@ private struct Explorer {
             switch world.life.finishEnqueuing() {
             case let .advance(action):
                 return [.advance(Advance(action))]
-            case .leaveQueue: // the queue's finishedBeforeHandOff, again
+            case .leaveQueue:
                 if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
-                world.heldByQueue = false
-                world.holdsTurnFromAdd = false
-                world.parkedToProceed = 0
-                world.parkedForHandOff = false
+                queueHearsFinishBeforeHandOff(in: &world) // again
                 return []
             }
 
@@ -975,14 +972,19 @@ private struct Explorer {
             var next: [Step] = []
             if withdraw { _ = self.withdraw(in: &world) }
             if release { next = self.release(in: &world, by: "completeFinish()") }
-            if !wasHandedOff { // the queue's finishedBeforeHandOff
-                world.heldByQueue = false
-                world.holdsTurnFromAdd = false
-                world.parkedToProceed = 0
-                world.parkedForHandOff = false
+            if !wasHandedOff {
+                queueHearsFinishBeforeHandOff(in: &world)
             }
             return next
         }
+    }
+
+    /// The queue's `finishedBeforeHandOff`: it holds the operation no more, in no line, with no turn.
+    private func queueHearsFinishBeforeHandOff(in world: inout World) {
+        world.heldByQueue = false
+        world.holdsTurnFromAdd = false
+        world.parkedToProceed = 0
+        world.parkedForHandOff = false
     }
 
     /// The lifecycle's answer to a grant; its decision to execute is checked when it is made.
