@@ -16,7 +16,7 @@ extension AsyncOperation {
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
             if let dependency = condition.dependency(for: self) {
-                addConditionDependency(dependency, to: lifecycle.queue)
+                addConditionDependency(dependency, to: .queue(lifecycle.queue))
             }
         case .added, .alreadyThere:
             break
@@ -29,17 +29,25 @@ extension AsyncOperation {
     /// conditions and acquires the categories; `queue` receives the condition dependencies.
     /// (Started by hand: no queue of ours holds it.)
     func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
-        _ = attachConditionDependencies(conditions, to: queue)
+        _ = attachConditionDependencies(conditions, to: .queue(queue))
         endEnqueuing(lifecycle.finishEnqueuing(), heldBy: nil, categories: nil)
     }
 
-    /// Attaches the dependencies the conditions bring, each added to `queue`; whether it
+    /// Where the dependencies that conditions bring are added.
+    enum DependencyDestination {
+        /// To this queue (to a fallback queue if `nil`), as any operation.
+        case queue(OperationQueue?)
+        /// To this queue, as part of the add of their operation, still in flight (`context`).
+        case addInFlight(AsyncOperationQueue, AsyncOperationQueue.AddContext)
+    }
+
+    /// Attaches the dependencies the conditions bring, each added to `destination`; whether it
     /// attached any.
-    func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?) -> Bool {
+    func attachConditionDependencies(_ conditions: [any OperationCondition], to destination: DependencyDestination) -> Bool {
         var attached = false
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
-                addConditionDependency(dependency, to: queue)
+                addConditionDependency(dependency, to: destination)
                 attached = true
             }
         }
@@ -80,13 +88,18 @@ extension AsyncOperation {
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
     /// `queue`. A dependency that would close a cycle is diagnosed as `addDependency(_:)` does:
     /// the operation finishes with `AsyncOperationError.dependencyCycle` instead of waiting forever.
-    private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?) {
+    private func addConditionDependency(_ dependency: Operation, to destination: DependencyDestination) {
         if dependency === self || dependencyWouldCloseCycle(dependency) {
             recordCycle(through: dependency)
         } else if case .added = lifecycle.addDependency(dependency) {
             startWaiting(for: dependency)
         }
-        (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
+        switch destination {
+        case let .queue(queue):
+            (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
+        case let .addInFlight(queue, context):
+            queue.addConditionDependency(dependency, within: context)
+        }
     }
 
     /// Goes on as `action` says. `categories`: the conditions' categories, if they were read

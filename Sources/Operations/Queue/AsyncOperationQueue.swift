@@ -269,7 +269,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Runs `barrier` once every operation added before it has finished, and before any operation
     /// added after it starts, counting operations still waiting in the queue's scheduler and
-    /// operations other threads are adding at the same moment.
+    /// operations other threads are adding at the same moment. The dependency a condition brings
+    /// (`OperationCondition.dependency(for:)`) counts as added with its operation, even when the
+    /// condition's own code places the barrier.
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
@@ -313,26 +315,46 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let lineRoot: UInt64
     }
 
-    /// `nil` once the queue is shut down: the add is refused.
-    private func beginAdding(asyncCount: Int, groupBeingCreated: Bool = false) -> AddContext? {
+    /// `nil` once the queue is shut down: the add is refused. `joining`: the add in flight this
+    /// one is part of (`addConditionDependency(_:within:)`).
+    private func beginAdding(asyncCount: Int, groupBeingCreated: Bool = false, joining enclosing: AddContext? = nil) -> AddContext? {
         state.withLock { state in
             guard state.shutdown == nil else { return nil }
-            switch state.scheduler.beginAdmission(counting: asyncCount) {
-            case let .admit(generation, barrier):
-                let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
-                return AddContext(
-                    delegate: state.settings.delegateIfSet,
-                    barrier: barrier,
-                    group: state.settings.groupIfSet,
-                    logger: state.settings.isLogging ? state.settings.logger : nil,
-                    isLogging: state.settings.isLogging,
-                    mayWaitInLine: mayWaitInLine,
-                    countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
-                    generation: generation,
-                    lineRoot: state.settings.lineRoot
-                )
+            let generation: UInt64
+            let barrier: Operation?
+            switch state.scheduler.beginAdmission(counting: asyncCount, joining: enclosing?.generation) {
+            case let .admit(admitted, current):
+                (generation, barrier) = (admitted, current)
+            case let .joined(joined):
+                (generation, barrier) = (joined, enclosing?.barrier)
             }
+            let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
+            return AddContext(
+                delegate: state.settings.delegateIfSet,
+                barrier: barrier,
+                group: state.settings.groupIfSet,
+                logger: state.settings.isLogging ? state.settings.logger : nil,
+                isLogging: state.settings.isLogging,
+                mayWaitInLine: mayWaitInLine,
+                countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
+                generation: generation,
+                lineRoot: state.settings.lineRoot
+            )
         }
+    }
+
+    /// Adds the dependency a condition of an operation being added brings, as part of that add
+    /// (`enclosing`): it waits for the barrier its operation waits for, and a barrier placed
+    /// since (from the condition's own code, say) waits for it as for its operation, instead of
+    /// the other way round, which would close a cycle through the operation.
+    func addConditionDependency(_ dependency: Operation, within enclosing: AddContext) {
+        guard let context = beginAdding(asyncCount: dependency is AsyncOperation ? 1 : 0, joining: enclosing) else {
+            return refuseAfterShutDown([dependency])
+        }
+        var batch = Batch()
+        accept(dependency, into: &batch, context)
+        give(&batch, context)
+        endAdding(context, of: [dependency])
     }
 
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the
@@ -427,7 +449,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.reservedHeldRoom = true
             // User code first (the conditions' dependencies and categories), so that nothing
             // comes between the turn taken as it is held and the evaluation it begins.
-            let attachedDependencies = operation.attachConditionDependencies(conditions, to: self)
+            let attachedDependencies = operation.attachConditionDependencies(conditions, to: .addInFlight(self, context))
             // Waiting for nothing, on a queue that runs and is not serial, it reads its categories
             // now (once): if it needs none, it asks for its turn as it is held, and a condition
             // takes a step of the queue and one of its own fewer (`finishEnqueuing(holdingTurnWith:)`).

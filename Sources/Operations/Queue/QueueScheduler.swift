@@ -124,14 +124,23 @@ struct QueueScheduler {
         /// Admit the operations, remembering `generation` for the end of the add; each waits for
         /// `barrier`, if any.
         case admit(generation: UInt64, barrier: Operation?)
+        /// The add joined the add of `generation`, still in flight: its operations wait for the
+        /// barrier that add's operations wait for, and a barrier placed since waits for them.
+        case joined(generation: UInt64)
     }
 
     /// An add begins. `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any
     /// of them can finish; one that is refused leaves again through `operationLeft()`.
-    mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
+    /// `joining`: the generation of an add in flight that this one is part of (it adds the
+    /// dependency a condition of that add's operation brings).
+    mutating func beginAdmission(counting asyncCount: Int, joining enclosing: UInt64? = nil) -> AdmissionStart {
         unfinished += asyncCount
         if asyncCount > 1 && (isSuspended || isSerial) {
             held.reserveCapacity(forAdding: asyncCount) // they will stand in line
+        }
+        if let enclosing, let index = admissions.lastIndex(where: { $0.generation == enclosing }) {
+            admissions[index].count += 1 // ended like any add: `endAdmission(generation:)`
+            return .joined(generation: enclosing)
         }
         if let last = admissions.last, last.generation == generation {
             admissions[admissions.count - 1].count += 1

@@ -25,6 +25,31 @@ import TestSupport
         #expect(events.all == ["first", "waiting", "barrier", "after"])
     }
 
+    /// A condition's dependency belongs to its operation's add: a barrier placed meanwhile (here
+    /// from the condition's own `dependency(for:)`) waits for it, as for the operation, and it
+    /// does not wait for the barrier. (It did, and the barrier, closing a cycle, never ran.)
+    @Test func barrierPlacedWhileAConditionBringsItsDependency_waitsForIt_andRuns() {
+        // Given an operation whose condition places a barrier as it brings its dependency
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let condition = StubCondition(name: "PlacesABarrier", dependency: { _ in
+            queue.addBarrierBlock { events.append("barrier") }
+            return AsyncBlockOperation { events.append("dependency") }
+        }) { _, completion in completion(.satisfied) }
+        let operation = AsyncBlockOperation { events.append("operation") }
+        operation.addCondition(condition)
+
+        // When it is added, and another operation after it
+        queue.addOperation(operation)
+        let later = AsyncBlockOperation { events.append("later") }
+        queue.addOperation(later)
+
+        // Then the dependency, the operation, the barrier and the later one run, in that order
+        #expect(waitUntilFinished([operation, later])) // the later one waits for the barrier's end
+        #expect(events.all == ["dependency", "operation", "barrier", "later"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     @Test func barrier_onEmptyQueue_runs() {
         let queue = AsyncOperationQueue()
         let ran = Signal()

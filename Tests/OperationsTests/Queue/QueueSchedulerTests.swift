@@ -21,4 +21,35 @@ import Testing
         _ = scheduler.endAdmission(generation: generation)
         #expect(scheduler.held.isEmpty && scheduler.held.tableSize == 0, "the unused room is given back when the add ends")
     }
+
+    /// An add that joins one in flight (a condition's dependency, added as its operation is) is
+    /// part of it: a barrier placed since waits for both, and its gate opens once both ended.
+    @Test func addJoiningOneInFlight_isWaitedForByABarrierPlacedSince_andKeepsItsGateClosed() {
+        var scheduler = QueueScheduler()
+        guard case let .admit(generation, nil) = scheduler.beginAdmission(counting: 1) else {
+            Issue.record("expected the add to begin, with no barrier")
+            return
+        }
+        let barrier = AsyncOperation()
+        let gate = AsyncOperation()
+        guard case .place(needsGate: true, previous: nil) = scheduler.placeBarrier(barrier, gate: gate) else {
+            Issue.record("expected the barrier to wait for the add in flight")
+            return
+        }
+        guard case .joined(generation) = scheduler.beginAdmission(counting: 1, joining: generation) else {
+            Issue.record("expected the add to join the one in flight, not to wait for the barrier")
+            return
+        }
+        for (end, opensGate) in [("the joined add", false), ("the add it joined", true)] {
+            guard case let .joinBarrier(joined) = scheduler.endAdmission(generation: generation), joined === barrier else {
+                Issue.record("expected the barrier to wait for the operations of \(end)")
+                return
+            }
+            guard case let .ended(gates) = scheduler.endAdmission(generation: generation, joined: true) else {
+                Issue.record("expected \(end) to end")
+                return
+            }
+            #expect(gates.count == (opensGate ? 1 : 0) && gates.allSatisfy { $0 === gate }, "as \(end) ends")
+        }
+    }
 }
