@@ -16,7 +16,7 @@ extension AsyncOperation {
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
             if let dependency = condition.dependency(for: self) {
-                addConditionDependency(dependency, to: .queue(lifecycle.queue))
+                addConditionDependency(dependency, to: lifecycle.queue)
             }
         case .added, .alreadyThere:
             break
@@ -29,25 +29,18 @@ extension AsyncOperation {
     /// conditions and acquires the categories; `queue` receives the condition dependencies.
     /// (Started by hand: no queue of ours holds it.)
     func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
-        _ = attachConditionDependencies(conditions, to: .queue(queue))
+        _ = attachConditionDependencies(conditions, to: queue)
         endEnqueuing(lifecycle.finishEnqueuing(), heldBy: nil, categories: nil)
     }
 
-    /// Where the dependencies that conditions bring are added.
-    enum DependencyDestination {
-        /// To this queue (to a fallback queue if `nil`), as any operation.
-        case queue(OperationQueue?)
-        /// To this queue, as part of the add of their operation, still in flight (`context`).
-        case addInFlight(AsyncOperationQueue, AsyncOperationQueue.AddContext)
-    }
-
-    /// Attaches the dependencies the conditions bring, each added to `destination`; whether it
-    /// attached any.
-    func attachConditionDependencies(_ conditions: [any OperationCondition], to destination: DependencyDestination) -> Bool {
+    /// Attaches the dependencies the conditions bring, each added to `queue` (to a fallback queue
+    /// if `nil`); whether it attached any. `joining`: the add of the operation to `queue`, an
+    /// `AsyncOperationQueue`, still in flight: the dependencies are added as part of it.
+    func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) -> Bool {
         var attached = false
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
-                addConditionDependency(dependency, to: destination)
+                addConditionDependency(dependency, to: queue, joining: add)
                 attached = true
             }
         }
@@ -86,19 +79,19 @@ extension AsyncOperation {
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
-    /// `queue`. A dependency that would close a cycle is diagnosed as `addDependency(_:)` does:
-    /// the operation finishes with `AsyncOperationError.dependencyCycle` instead of waiting forever.
-    private func addConditionDependency(_ dependency: Operation, to destination: DependencyDestination) {
+    /// `queue`, as part of `add` if it is given. A dependency that would close a cycle is
+    /// diagnosed as `addDependency(_:)` does: the operation finishes with
+    /// `AsyncOperationError.dependencyCycle` instead of waiting forever.
+    private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) {
         if dependency === self || dependencyWouldCloseCycle(dependency) {
             recordCycle(through: dependency)
         } else if case .added = lifecycle.addDependency(dependency) {
             startWaiting(for: dependency)
         }
-        switch destination {
-        case let .queue(queue):
+        if let add, let queue = queue as? AsyncOperationQueue {
+            queue.addConditionDependency(dependency, within: add)
+        } else {
             (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
-        case let .addInFlight(queue, context):
-            queue.addConditionDependency(dependency, within: context)
         }
     }
 

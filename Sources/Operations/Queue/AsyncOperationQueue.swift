@@ -269,9 +269,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Runs `barrier` once every operation added before it has finished, and before any operation
     /// added after it starts, counting operations still waiting in the queue's scheduler and
-    /// operations other threads are adding at the same moment. The dependency a condition brings
-    /// (`OperationCondition.dependency(for:)`) counts as added with its operation, even when the
-    /// condition's own code places the barrier.
+    /// operations other threads are adding at the same moment. The dependency that a condition
+    /// of an operation brings (`OperationCondition.dependency(for:)`) counts as added with the
+    /// operation, even when the condition's own code places the barrier (for the conditions the
+    /// operation had when it was added).
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
@@ -290,6 +291,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         barrierOperation.addObserver(BarrierRelease(queue: self))
         addOperation(barrierOperation)
+    }
+
+    /// An add in flight, as the dependency a condition of one of its operations brings joins it
+    /// (`addConditionDependency(_:within:)`).
+    struct AddInFlight {
+        let generation: UInt64
+        /// The barrier its operations wait for, if any.
+        let barrier: Operation?
     }
 
     /// What one add reads from the queue's state, in one step with beginning the admission.
@@ -313,31 +322,49 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// Where the operations added to a group's queue stand in categories' lines (0 if the
         /// group has not executed yet: they take their root when they ask).
         let lineRoot: UInt64
+
+        /// The add, as the dependency a condition of one of its operations brings joins it.
+        var inFlight: AddInFlight { AddInFlight(generation: generation, barrier: barrier) }
     }
 
-    /// `nil` once the queue is shut down: the add is refused. `joining`: the add in flight this
-    /// one is part of (`addConditionDependency(_:within:)`).
-    private func beginAdding(asyncCount: Int, groupBeingCreated: Bool = false, joining enclosing: AddContext? = nil) -> AddContext? {
+    /// `nil` once the queue is shut down: the add is refused.
+    private func beginAdding(asyncCount: Int, groupBeingCreated: Bool = false) -> AddContext? {
         state.withLock { state in
             guard state.shutdown == nil else { return nil }
-            let generation: UInt64
-            let barrier: Operation?
-            switch state.scheduler.beginAdmission(counting: asyncCount, joining: enclosing?.generation) {
-            case let .admit(admitted, current):
-                (generation, barrier) = (admitted, current)
-            case let .joined(joined):
-                (generation, barrier) = (joined, enclosing?.barrier)
+            switch state.scheduler.beginAdmission(counting: asyncCount) {
+            case let .admit(generation, barrier):
+                let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
+                return AddContext(
+                    delegate: state.settings.delegateIfSet,
+                    barrier: barrier,
+                    group: state.settings.groupIfSet,
+                    logger: state.settings.isLogging ? state.settings.logger : nil,
+                    isLogging: state.settings.isLogging,
+                    mayWaitInLine: mayWaitInLine,
+                    countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
+                    generation: generation,
+                    lineRoot: state.settings.lineRoot
+                )
             }
+        }
+    }
+
+    /// Begins an add as part of `enclosing`, still in flight (`addConditionDependency(_:within:)`);
+    /// `nil` once the queue is shut down: the add is refused.
+    private func beginAdding(joining enclosing: AddInFlight, asyncCount: Int) -> AddContext? {
+        state.withLock { state -> AddContext? in
+            guard state.shutdown == nil else { return nil }
+            state.scheduler.joinAdmission(of: enclosing.generation, counting: asyncCount)
             let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
             return AddContext(
                 delegate: state.settings.delegateIfSet,
-                barrier: barrier,
+                barrier: enclosing.barrier, // what its operation waits for, not a barrier placed since
                 group: state.settings.groupIfSet,
                 logger: state.settings.isLogging ? state.settings.logger : nil,
                 isLogging: state.settings.isLogging,
                 mayWaitInLine: mayWaitInLine,
-                countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
-                generation: generation,
+                countsGroupProgressOnce: !mayWaitInLine,
+                generation: enclosing.generation,
                 lineRoot: state.settings.lineRoot
             )
         }
@@ -346,9 +373,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Adds the dependency a condition of an operation being added brings, as part of that add
     /// (`enclosing`): it waits for the barrier its operation waits for, and a barrier placed
     /// since (from the condition's own code, say) waits for it as for its operation, instead of
-    /// the other way round, which would close a cycle through the operation.
-    func addConditionDependency(_ dependency: Operation, within enclosing: AddContext) {
-        guard let context = beginAdding(asyncCount: dependency is AsyncOperation ? 1 : 0, joining: enclosing) else {
+    /// the other way round, which would close a cycle through the operation. (It does not go
+    /// through `addOperation(_:)`, so a subclass's override does not see it.)
+    func addConditionDependency(_ dependency: Operation, within enclosing: AddInFlight) {
+        guard let context = beginAdding(joining: enclosing, asyncCount: dependency is AsyncOperation ? 1 : 0) else {
             return refuseAfterShutDown([dependency])
         }
         var batch = Batch()
@@ -449,7 +477,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.reservedHeldRoom = true
             // User code first (the conditions' dependencies and categories), so that nothing
             // comes between the turn taken as it is held and the evaluation it begins.
-            let attachedDependencies = operation.attachConditionDependencies(conditions, to: .addInFlight(self, context))
+            let attachedDependencies = operation.attachConditionDependencies(conditions, to: self, joining: context.inFlight)
             // Waiting for nothing, on a queue that runs and is not serial, it reads its categories
             // now (once): if it needs none, it asks for its turn as it is held, and a condition
             // takes a step of the queue and one of its own fewer (`finishEnqueuing(holdingTurnWith:)`).

@@ -124,23 +124,14 @@ struct QueueScheduler {
         /// Admit the operations, remembering `generation` for the end of the add; each waits for
         /// `barrier`, if any.
         case admit(generation: UInt64, barrier: Operation?)
-        /// The add joined the add of `generation`, still in flight: its operations wait for the
-        /// barrier that add's operations wait for, and a barrier placed since waits for them.
-        case joined(generation: UInt64)
     }
 
     /// An add begins. `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any
     /// of them can finish; one that is refused leaves again through `operationLeft()`.
-    /// `joining`: the generation of an add in flight that this one is part of (it adds the
-    /// dependency a condition of that add's operation brings).
-    mutating func beginAdmission(counting asyncCount: Int, joining enclosing: UInt64? = nil) -> AdmissionStart {
+    mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
         if asyncCount > 1 && (isSuspended || isSerial) {
             held.reserveCapacity(forAdding: asyncCount) // they will stand in line
-        }
-        if let enclosing, let index = admissions.lastIndex(where: { $0.generation == enclosing }) {
-            admissions[index].count += 1 // ended like any add: `endAdmission(generation:)`
-            return .joined(generation: enclosing)
         }
         if let last = admissions.last, last.generation == generation {
             admissions[admissions.count - 1].count += 1
@@ -148,6 +139,19 @@ struct QueueScheduler {
             admissions.append((generation, 1))
         }
         return .admit(generation: generation, barrier: barrier)
+    }
+
+    /// An add begins as part of the add of `enclosing`, still in flight: it adds the dependency a
+    /// condition of that add's operation brings. Its operations wait for the barrier the
+    /// operations of `enclosing` wait for, and a barrier placed since waits for them too; it ends
+    /// as any add (`endAdmission(generation: enclosing)`). Counts as `beginAdmission`.
+    mutating func joinAdmission(of enclosing: UInt64, counting asyncCount: Int) {
+        unfinished += asyncCount
+        if let index = admissions.lastIndex(where: { $0.generation == enclosing }) {
+            admissions[index].count += 1
+        } else { // never so (it is joined from within), but the order of generations is kept
+            admissions.insert((enclosing, 1), at: admissions.firstIndex { $0.generation > enclosing } ?? admissions.count)
+        }
     }
 
     /// What ending an add asks of the queue.

@@ -36,10 +36,7 @@ import Testing
             Issue.record("expected the barrier to wait for the add in flight")
             return
         }
-        guard case .joined(generation) = scheduler.beginAdmission(counting: 1, joining: generation) else {
-            Issue.record("expected the add to join the one in flight, not to wait for the barrier")
-            return
-        }
+        scheduler.joinAdmission(of: generation, counting: 1)
         for (end, opensGate) in [("the joined add", false), ("the add it joined", true)] {
             guard case let .joinBarrier(joined) = scheduler.endAdmission(generation: generation), joined === barrier else {
                 Issue.record("expected the barrier to wait for the operations of \(end)")
@@ -51,5 +48,6 @@ import Testing
             }
             #expect(gates.count == (opensGate ? 1 : 0) && gates.allSatisfy { $0 === gate }, "as \(end) ends")
         }
+        #expect(scheduler.admissions.isEmpty && scheduler.pendingBarriers.isEmpty, "nothing is left in flight")
     }
 }
