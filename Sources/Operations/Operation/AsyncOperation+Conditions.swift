@@ -30,7 +30,7 @@ extension AsyncOperation {
     /// (Started by hand: no queue of ours holds it.)
     func runPipeline(_ conditions: [any OperationCondition], addingDependenciesTo queue: OperationQueue?) {
         _ = attachConditionDependencies(conditions, to: queue)
-        endEnqueuing(lifecycle.finishEnqueuing(), heldBy: nil, categories: nil)
+        endEnqueuing(attached: conditions.count, heldBy: nil, addingTo: queue, joining: nil, categories: nil)
     }
 
     /// Attaches the dependencies the conditions bring, each added to `queue` (to a fallback queue
@@ -51,7 +51,8 @@ extension AsyncOperation {
     /// its turn as it was held (`turn`), it begins evaluating the conditions in the same step,
     /// unless something stands in the way; otherwise it waits for its dependencies and goes on
     /// as usual. `categories`: those of `conditions`, if the queue read them already.
-    func endAdd(of conditions: [any OperationCondition], to queue: AsyncOperationQueue, turn: QueueScheduler.HeldAdmission, categories: consuming [String]?) {
+    /// `add`: the add in flight, which the dependencies of conditions added meanwhile join.
+    func endAdd(of conditions: [any OperationCondition], to queue: AsyncOperationQueue, joining add: AsyncOperationQueue.AddInFlight, turn: QueueScheduler.HeldAdmission, categories: consuming [String]?) {
         if case .heldWithTurn = turn {
             switch lifecycle.finishEnqueuing(holdingTurnWith: conditions.count) {
             case let .evaluate(start):
@@ -62,12 +63,17 @@ extension AsyncOperation {
             }
         }
         let read = categories.map { CategoriesReadAtAdd(names: $0, conditionCount: conditions.count) }
-        endEnqueuing(lifecycle.finishEnqueuing(), heldBy: queue, categories: read)
+        endEnqueuing(attached: conditions.count, heldBy: queue, addingTo: queue, joining: add, categories: read)
     }
 
-    /// Goes on as the end of its add says. `holder`: the queue that holds it, if one does.
-    private func endEnqueuing(_ end: consuming OperationLifecycle.EnqueueEnd, heldBy holder: AsyncOperationQueue?, categories: consuming CategoriesReadAtAdd?) {
-        switch end {
+    /// Ends its add, the dependencies of its first `attached` conditions attached, and goes on as
+    /// the end says. The dependencies of conditions added meanwhile are attached first, added to
+    /// `queue` (as part of `add`, if given). `holder`: the queue that holds it, if one does.
+    private func endEnqueuing(attached: Int, heldBy holder: AsyncOperationQueue?, addingTo queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?, categories: consuming CategoriesReadAtAdd?) {
+        switch lifecycle.finishEnqueuing(attached: attached) {
+        case let .attachConditions(added, attached):
+            _ = attachConditionDependencies(added, to: queue, joining: add)
+            endEnqueuing(attached: attached, heldBy: holder, addingTo: queue, joining: add, categories: categories)
         case let .leaveQueue(ticket):
             holder?.forgetOperationFinishedWhileAdded(self, ticket: ticket)
         case let .advance(action):

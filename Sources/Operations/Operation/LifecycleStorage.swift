@@ -67,7 +67,7 @@ struct LifecycleStorage {
     // MARK: - The way to execution
 
     func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64) -> OperationLifecycle.EnqueueAction { locked.withLock { $0.enqueue(on: queue, ticket: ticket, lineRoot: lineRoot) } }
-    func finishEnqueuing() -> OperationLifecycle.EnqueueEnd { locked.withLock { $0.finishEnqueuing() } }
+    func finishEnqueuing(attached: Int) -> OperationLifecycle.EnqueueEnd { locked.withLock { $0.finishEnqueuing(attached: attached) } }
     func finishEnqueuing(holdingTurnWith conditionCount: Int) -> OperationLifecycle.EnqueuedHoldingTurn { locked.withLock { $0.finishEnqueuing(holdingTurnWith: conditionCount) } }
     func dependencyFinished(_ id: ObjectIdentifier) -> OperationLifecycle.DependencyAction { locked.withLock { $0.dependencyFinished(id) } }
     func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.EvaluationStart { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }

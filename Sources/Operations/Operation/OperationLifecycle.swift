@@ -457,12 +457,20 @@ struct OperationLifecycle {
         /// may have heard of the finish before it held the operation: the queue lets go of it,
         /// and of any turn it gave it (again, if it heard after).
         case leaveQueue(ticket: UInt64)
+        /// Conditions were added while it was being added, after the add read them (from another
+        /// condition's `dependency(for:)`, say): attach their dependencies as part of the add,
+        /// then end it again, `attached` conditions attached by then.
+        case attachConditions([any OperationCondition], attached: Int)
     }
 
-    /// Called once condition dependencies are attached: start waiting.
-    mutating func finishEnqueuing() -> EnqueueEnd {
+    /// Called once the dependencies of the first `attached` conditions are attached: start
+    /// waiting, unless conditions were added since.
+    mutating func finishEnqueuing(attached: Int) -> EnqueueEnd {
         guard case let .enqueuing(placement) = state else {
             return turnGivenAfterFinish.map { .leaveQueue(ticket: $0) } ?? .advance(.none)
+        }
+        if conditions.count > attached {
+            return .attachConditions(Array(conditions[attached...]), attached: conditions.count)
         }
         state = .pending(placement)
         return .advance(advanceIfDependenciesFinished())
@@ -477,13 +485,13 @@ struct OperationLifecycle {
         /// Something does: a dependency (a condition's, or one added meanwhile), a cancel or a
         /// finish, or a condition added since the queue read their categories. It is still being
         /// added, so no dependency's finish can let it on meanwhile: it gives the turn back first,
-        /// then ends the add as usual (`finishEnqueuing()`).
+        /// then ends the add as usual (`finishEnqueuing(attached:)`).
         case giveBackTurn(ticket: UInt64)
     }
 
-    /// Called once condition dependencies are attached, instead of `finishEnqueuing()`, by an
-    /// operation its queue gave its turn as it held it: it asked for the turn for
-    /// `conditionCount` conditions, none of which names a category.
+    /// Called once condition dependencies are attached, instead of
+    /// `finishEnqueuing(attached:)`, by an operation its queue gave its turn as it held it: it
+    /// asked for the turn for `conditionCount` conditions, none of which names a category.
     mutating func finishEnqueuing(holdingTurnWith conditionCount: Int) -> EnqueuedHoldingTurn {
         guard case let .enqueuing(placement) = state, waitsForNothingKnown, conditions.count == conditionCount else {
             return .giveBackTurn(ticket: ticket)
@@ -535,8 +543,8 @@ struct OperationLifecycle {
     enum Configuration: Equatable {
         /// Added.
         case added
-        /// Added while the operation already waits on a queue: a condition's dependency must be
-        /// attached now.
+        /// Added while the operation already waits on a queue (past its add): a condition's
+        /// dependency must be attached now.
         case addedWhileWaiting
         /// It already had it: nothing changed.
         case alreadyThere
@@ -626,9 +634,8 @@ struct OperationLifecycle {
         }
         satisfiedByConstruction.set(conditions.count, to: isSatisfied)
         conditions.append(condition)
-        // Being added, it has read its conditions already (to attach their dependencies): one
-        // added now brings its dependency itself, as one added while it waits does.
-        return phase == .pending || phase == .enqueuing ? .addedWhileWaiting : .added
+        // Being added, the add attaches its dependency before it ends (`finishEnqueuing`).
+        return phase == .pending ? .addedWhileWaiting : .added
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer
@@ -1107,7 +1114,7 @@ struct OperationLifecycle {
         case .initialized:
             followUp = unfinishedDependencies.isEmpty ? .none : .announceReady
         case .enqueuing:
-            followUp = .none // finishEnqueuing() sees the cancellation
+            followUp = .none // finishEnqueuing(attached:) sees the cancellation
         case .pending, .evaluatingConditions, .waitingForCategories:
             _ = beginFinishing(adding: []) // held back until operationDidCancel is delivered
             followUp = .none

@@ -271,8 +271,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// added after it starts, counting operations still waiting in the queue's scheduler and
     /// operations other threads are adding at the same moment. The dependency that a condition
     /// of an operation brings (`OperationCondition.dependency(for:)`) counts as added with the
-    /// operation, even when the condition's own code places the barrier (for the conditions the
-    /// operation had when it was added).
+    /// operation, even when the condition's own code places the barrier.
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
@@ -492,7 +491,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if case let .held(letThrough) = admission {
                 perform(letThrough) // operations waiting for a slot, added earlier, go first
             }
-            operation.endAdd(of: conditions, to: self, turn: admission, categories: consume categories)
+            operation.endAdd(of: conditions, to: self, joining: context.inFlight, turn: admission, categories: consume categories)
         }
     }
 

@@ -694,9 +694,12 @@ private struct Explorer {
             return [.finishEnqueuingHoldingTurn]
 
         case .finishEnqueuing:
-            switch world.life.finishEnqueuing() {
+            switch world.life.finishEnqueuing(attached: scope.conditions.count) {
             case let .advance(action):
                 return [.advance(Advance(action))]
+            case .attachConditions:
+                world.violate("asked to attach conditions, though none was added during the add")
+                return []
             case .leaveQueue:
                 if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
                 queueHearsFinishBeforeHandOff(in: &world) // again

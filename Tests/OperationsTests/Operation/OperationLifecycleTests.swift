@@ -29,7 +29,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         }
         _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
+        _ = state.finishEnqueuing(attached: state.conditions.count)
         _ = state.beginEvaluating(categories: categories)
         return state
     }
@@ -80,7 +80,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             }
         }
         _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
+        _ = state.finishEnqueuing(attached: state.conditions.count)
         guard case let .handOut(awaited) = state.beginEvaluating(categories: []) else {
             Issue.record("expected conditions to hand out")
             return
@@ -98,7 +98,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         var state = OperationLifecycle()
         _ = state.addCondition(ConstructedCondition(), satisfiedByConstruction: true)
         _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
+        _ = state.finishEnqueuing(attached: state.conditions.count)
         guard case .settled(.passed(categories: ["a"], logger: nil)) = state.beginEvaluating(categories: ["a"]) else {
             Issue.record("expected the evaluation to pass without handing anything out")
             return
@@ -176,7 +176,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             Issue.record("expected the pipeline")
             return
         }
-        guard case .advance(.none) = state.finishEnqueuing() else {
+        guard case .advance(.none) = state.finishEnqueuing(attached: state.conditions.count) else {
             Issue.record("must wait for dependencies")
             return
         }
@@ -265,7 +265,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         default:
             Issue.record("a dependency's finish let it on while it was being added")
         }
-        guard case .advance(.evaluateConditions) = state.finishEnqueuing() else {
+        guard case .advance(.evaluateConditions) = state.finishEnqueuing(attached: state.conditions.count) else {
             Issue.record("its add ends as usual: nothing to wait for any more")
             return
         }
@@ -294,7 +294,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
 
         // Then the queue lets go of it
-        guard case .leaveQueue(ticket: 9) = state.finishEnqueuing() else {
+        guard case .leaveQueue(ticket: 9) = state.finishEnqueuing(attached: state.conditions.count) else {
             Issue.record("the queue must let go of it")
             return
         }
@@ -304,7 +304,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         var state = OperationLifecycle()
         _ = state.addDependency(BlockOperation {})
         _ = state.enqueue(on: queue, ticket: 1)
-        _ = state.finishEnqueuing()
+        _ = state.finishEnqueuing(attached: state.conditions.count)
         guard case .cancel(_, .none) = state.cancel(error: StubError()) else {
             Issue.record("expected a cancellation")
             return
@@ -378,6 +378,27 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         remains.released.removeAll()
     }
 
+    /// A condition added while the operation is being added is left to the add, which attaches
+    /// its dependency before it ends (as part of it); one added once it waits attaches its own.
+    @Test func conditionAddedDuringTheAdd_isAttachedByTheAddBeforeItEnds() {
+        var state = OperationLifecycle()
+        _ = state.addDependency(BlockOperation {}) // keeps it waiting once the add ends
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: queue, ticket: 1)
+        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .added, "the add attaches it")
+        guard case let .attachConditions(added, attached) = state.finishEnqueuing(attached: 1) else {
+            Issue.record("expected the add to attach the condition added meanwhile")
+            return
+        }
+        #expect(added.count == 1 && attached == 2)
+        #expect(state.phase == .enqueuing, "still being added until the dependencies are attached")
+        guard case .advance(.none) = state.finishEnqueuing(attached: attached) else {
+            Issue.record("expected the add to end, waiting for its dependency")
+            return
+        }
+        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .addedWhileWaiting, "attached by the one who adds it")
+    }
+
     /// Every operation carries a lifecycle (a chain of a million of them included), and its size
     /// depends on the order its fields are declared in: a field moved carelessly adds padding.
     @Test func theLifecycle_staysSmall() {
@@ -393,7 +414,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         var state = OperationLifecycle()
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         _ = state.enqueue(on: queue, ticket: 7)
-        _ = state.finishEnqueuing()
+        _ = state.finishEnqueuing(attached: state.conditions.count)
         var finished = state
         guard case let .evaluate(.handOut(awaited)) = state.turnTakenToEvaluate(categories: []) else {
             Issue.record("expected the turn taken and the condition handed out")

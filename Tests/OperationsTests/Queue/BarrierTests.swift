@@ -50,6 +50,35 @@ import TestSupport
         #expect(operation.errors.isEmpty, "\(operation.errors)")
     }
 
+    /// The same for a condition added while its operation is being added (here from another
+    /// condition's `dependency(for:)`, after placing the barrier): its dependency joins the add.
+    @Test func barrierPlacedBeforeAConditionIsAddedDuringTheAdd_waitsForItsDependency_andRuns() {
+        // Given an operation whose condition places a barrier, then adds a second condition
+        // that brings a dependency
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let operation = AsyncBlockOperation { events.append("operation") }
+        let second = StubCondition(name: "BringsADependency", dependency: { _ in
+            AsyncBlockOperation { events.append("dependency") }
+        }) { _, completion in completion(.satisfied) }
+        let first = StubCondition(name: "PlacesABarrier", dependency: { added in
+            queue.addBarrierBlock { events.append("barrier") }
+            added.addCondition(second)
+            return nil
+        }) { _, completion in completion(.satisfied) }
+        operation.addCondition(first)
+
+        // When it is added, and another operation after it
+        queue.addOperation(operation)
+        let later = AsyncBlockOperation { events.append("later") }
+        queue.addOperation(later)
+
+        // Then the dependency, the operation, the barrier and the later one run, in that order
+        #expect(waitUntilFinished([operation, later]))
+        #expect(events.all == ["dependency", "operation", "barrier", "later"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     @Test func barrier_onEmptyQueue_runs() {
         let queue = AsyncOperationQueue()
         let ran = Signal()
