@@ -4,7 +4,9 @@ extension AsyncOperation {
     /// Adds a condition the operation must meet before it executes.
     ///
     /// Add conditions before the operation is added to a queue (or while it still waits for its
-    /// dependencies). Later additions are reported as `.configuredTooLate` and ignored.
+    /// dependencies). Later additions are reported as `.configuredTooLate` and ignored. A
+    /// condition added while the operation waits brings its dependency at once
+    /// (`OperationCondition.dependency(for:)`), which counts as added with the operation.
     ///
     /// ```swift
     /// operation.addCondition(MutuallyExclusive<Database>())
@@ -16,7 +18,7 @@ extension AsyncOperation {
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
             if let dependency = condition.dependency(for: self) {
-                addConditionDependency(dependency, to: lifecycle.queue)
+                addDependencyOfConditionAddedWhileWaiting(dependency)
             }
         case .added, .alreadyThere:
             break
@@ -85,20 +87,58 @@ extension AsyncOperation {
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
-    /// `queue`, as part of `add` if it is given. A dependency that would close a cycle is
-    /// diagnosed as `addDependency(_:)` does: the operation finishes with
-    /// `AsyncOperationError.dependencyCycle` instead of waiting forever.
-    private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) {
-        if dependency === self || dependencyWouldCloseCycle(dependency) {
-            recordCycle(through: dependency)
-        } else if case .added = lifecycle.addDependency(dependency) {
-            startWaiting(for: dependency)
-        }
-        if let add, let queue = queue as? AsyncOperationQueue {
+    /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`).
+    private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
+        _ = waitForConditionDependency(dependency)
+        if let add, let queue = queue as? AsyncOperationQueue { // an add in flight is always one of its own
             queue.addConditionDependency(dependency, within: add)
         } else {
-            (queue ?? OperationsEngine.shared.fallbackQueue).addOperation(dependency)
+            (queue ?? engine.fallbackQueue).addOperation(dependency)
         }
+    }
+
+    /// Makes the operation, which waits for its dependencies on its queue, wait for `dependency`
+    /// too, which a condition added meanwhile produced, and adds it to that queue. It counts as
+    /// added with the operation: it waits for the barriers the operation waits for, not for one
+    /// placed since, which waits for the operation and so, through it, for `dependency`.
+    ///
+    /// If the operation does not wait for it after all (it closes a cycle, or the operation
+    /// stopped waiting meanwhile), it is added as any operation is. (One window stays: if the
+    /// operation finishes after this and before the add, a barrier placed since may run beside
+    /// `dependency`.)
+    private func addDependencyOfConditionAddedWhileWaiting(_ dependency: Operation) {
+        let waits = waitForConditionDependency(dependency)
+        guard let queue = lifecycle.queue else {
+            // Started by hand: no queue of ours holds it. As the dependencies of its first
+            // conditions, this one goes to the queue that started it, if any.
+            (lifecycle.foreignQueue ?? engine.fallbackQueue).addOperation(dependency)
+            return
+        }
+        if waits {
+            queue.addConditionDependency(dependency, waitingFor: barriersItWaitsFor)
+        } else {
+            queue.addOperation(dependency)
+        }
+    }
+
+    /// Makes the operation wait for `dependency`, which a condition produced; whether it waits
+    /// for it now. A dependency that would close a cycle is diagnosed as `addDependency(_:)`
+    /// does: the operation finishes with `AsyncOperationError.dependencyCycle` instead of
+    /// waiting forever.
+    private func waitForConditionDependency(_ dependency: Operation) -> Bool {
+        if dependency === self || dependencyWouldCloseCycle(dependency) {
+            recordCycle(through: dependency)
+            return false
+        }
+        guard case .added = lifecycle.addDependency(dependency) else { return false }
+        startWaiting(for: dependency)
+        return true
+    }
+
+    /// The barriers the operation waits for: that of its queue when it was added (the add made
+    /// it a dependency), and any the user made it wait for.
+    private var barriersItWaitsFor: [Operation] {
+        lifecycle.dependencies.filter { $0 is QueueBarrier }
     }
 
     /// Goes on as `action` says. `categories`: the conditions' categories, if they were read

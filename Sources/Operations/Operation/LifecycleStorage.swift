@@ -19,6 +19,8 @@ struct LifecycleStorage {
 
     var phase: OperationLifecycle.Phase { locked.withLock { $0.phase } }
     var queue: AsyncOperationQueue? { locked.withLock { $0.queue } }
+    /// The queue that started it by hand, if one did.
+    var foreignQueue: OperationQueue? { locked.withLock { $0.foreignQueue } }
     var ticket: UInt64 { locked.withLock { $0.ticket } }
     var isCancelled: Bool { locked.withLock { $0.isCancelled } }
     var errors: [any Error] { locked.withLock { $0.errors } }

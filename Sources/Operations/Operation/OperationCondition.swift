@@ -31,6 +31,12 @@ public protocol OperationCondition: Sendable {
     /// An operation that must finish before this condition is evaluated, such as one that asks
     /// the user for permission. The queue adds it to itself and makes it a dependency of
     /// `operation`. Defaults to `nil`.
+    ///
+    /// It counts as added with `operation`: it waits for the barriers `operation` waits for
+    /// (`addBarrierBlock(_:)`), and a barrier placed after `operation` was added waits for it. The
+    /// queue adds it directly, so an override of `addOperation(_:)` does not see it (its
+    /// delegate's `willAdd` does). An operation started by hand adds it to the queue that
+    /// started it, if any, or else to a queue of the package's own.
     func dependency(for operation: AsyncOperation) -> Foundation.Operation?
 
     /// Decides whether `operation` may execute.

@@ -60,6 +60,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var settings = Settings()
         /// Set once `shutDown` began: adds are refused from then on (see `AsyncOperationQueue+Shutdown.swift`).
         var shutdown: QueueShutdown?
+
+        /// What an add of generation `generation` reads as it begins, its operations waiting for
+        /// `barrier`. (A method, so that the state is read in place: a copy would cost every add.)
+        func addContext(barrier: Operation?, generation: UInt64, groupBeingCreated: Bool) -> AddContext {
+            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended
+            return AddContext(
+                delegate: settings.delegateIfSet,
+                barrier: barrier,
+                group: settings.groupIfSet,
+                logger: settings.isLogging ? settings.logger : nil,
+                isLogging: settings.isLogging,
+                mayWaitInLine: mayWaitInLine,
+                countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
+                generation: generation,
+                lineRoot: settings.lineRoot
+            )
+        }
     }
 
     private let state = Locked<State>.make(State())
@@ -212,6 +229,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     ///
     /// Adding an operation that is already on a queue, or has finished, is reported as a
     /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
+    ///
+    /// The dependencies that conditions bring (`OperationCondition.dependency(for:)`) are added
+    /// without calling this method: an override does not see them.
     open override func addOperation(_ operation: Operation) {
         if isForwardingToFoundation {
             super.addOperation(operation)
@@ -220,6 +240,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         guard let context = beginAdding(asyncCount: operation is AsyncOperation ? 1 : 0) else {
             return refuseAfterShutDown([operation])
         }
+        add(operation, with: context)
+    }
+
+    /// Adds one operation, its add begun as `context` says. (Inlined: every add of one passes
+    /// here, and out of line it would cost each about 30 instructions.)
+    @inline(__always)
+    private func add(_ operation: Operation, with context: AddContext) {
         var batch = Batch()
         accept(operation, into: &batch, context)
         give(&batch, context)
@@ -271,7 +298,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// added after it starts, counting operations still waiting in the queue's scheduler and
     /// operations other threads are adding at the same moment. The dependency that a condition
     /// of an operation brings (`OperationCondition.dependency(for:)`) counts as added with the
-    /// operation, even when the condition's own code places the barrier.
+    /// operation, even when the condition's own code places the barrier, or the condition is
+    /// added after the barrier while its operation still waits for its dependencies.
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
@@ -303,7 +331,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// What one add reads from the queue's state, in one step with beginning the admission.
     struct AddContext {
         let delegate: (any AsyncOperationQueueDelegate)?
-        let barrier: Operation?
+        /// The barrier the operations wait for, if any.
+        var barrier: Operation?
         let group: GroupOperation?
         let logger: (any OperationLogger)?
         /// Whether `logger` is set: checked per operation without copying the logger out.
@@ -332,18 +361,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             guard state.shutdown == nil else { return nil }
             switch state.scheduler.beginAdmission(counting: asyncCount) {
             case let .admit(generation, barrier):
-                let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
-                return AddContext(
-                    delegate: state.settings.delegateIfSet,
-                    barrier: barrier,
-                    group: state.settings.groupIfSet,
-                    logger: state.settings.isLogging ? state.settings.logger : nil,
-                    isLogging: state.settings.isLogging,
-                    mayWaitInLine: mayWaitInLine,
-                    countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
-                    generation: generation,
-                    lineRoot: state.settings.lineRoot
-                )
+                return state.addContext(barrier: barrier, generation: generation, groupBeingCreated: groupBeingCreated)
             }
         }
     }
@@ -354,18 +372,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         state.withLock { state -> AddContext? in
             guard state.shutdown == nil else { return nil }
             state.scheduler.joinAdmission(of: enclosing.generation, counting: asyncCount)
-            let mayWaitInLine = state.scheduler.isSerial || state.scheduler.isSuspended
-            return AddContext(
-                delegate: state.settings.delegateIfSet,
-                barrier: enclosing.barrier, // what its operation waits for, not a barrier placed since
-                group: state.settings.groupIfSet,
-                logger: state.settings.isLogging ? state.settings.logger : nil,
-                isLogging: state.settings.isLogging,
-                mayWaitInLine: mayWaitInLine,
-                countsGroupProgressOnce: !mayWaitInLine,
-                generation: enclosing.generation,
-                lineRoot: state.settings.lineRoot
-            )
+            // What its operation waits for, not a barrier placed since.
+            return state.addContext(barrier: enclosing.barrier, generation: enclosing.generation, groupBeingCreated: false)
         }
     }
 
@@ -378,10 +386,26 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         guard let context = beginAdding(joining: enclosing, asyncCount: dependency is AsyncOperation ? 1 : 0) else {
             return refuseAfterShutDown([dependency])
         }
-        var batch = Batch()
-        accept(dependency, into: &batch, context)
-        give(&batch, context)
-        endAdding(context, of: [dependency])
+        add(dependency, with: context)
+    }
+
+    /// Adds the dependency that a condition brings when it is added to an operation waiting for
+    /// its dependencies on this queue. It counts as added with that operation: it waits for the
+    /// `barriers` the operation waits for, not for one placed since, which waits for the
+    /// operation and so, through it, for the dependency (waiting for that barrier would close a
+    /// cycle). (It does not go through `addOperation(_:)`, so a subclass's override does not see
+    /// it.)
+    func addConditionDependency(_ dependency: Operation, waitingFor barriers: [Operation]) {
+        guard var context = beginAdding(asyncCount: dependency is AsyncOperation ? 1 : 0) else {
+            return refuseAfterShutDown([dependency])
+        }
+        context.barrier = nil // it waits for `barriers` instead
+        if !(dependency is QueueBarrier) { // a barrier's add is refused (it is on a queue already)
+            for barrier in barriers {
+                dependency.addDependency(barrier)
+            }
+        }
+        add(dependency, with: context)
     }
 
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the

@@ -79,10 +79,148 @@ import TestSupport
         #expect(operation.errors.isEmpty, "\(operation.errors)")
     }
 
+    /// A condition added while its operation waits for a dependency, after a barrier was placed
+    /// behind the operation: the condition's dependency counts as added with its operation, so it
+    /// does not wait for the barrier, which waits for the operation. (It did, and the cycle check
+    /// failed it: it never ran.)
+    @Test func conditionAddedWhileItsOperationWaitsBeforeABarrier_bringsADependencyThatRuns() {
+        // Given an operation waiting for a dependency, and a barrier placed after it
+        let setting = OperationWaitingBeforeABarrier()
+        let (queue, events, gate, operation) = (setting.queue, setting.events, setting.gate, setting.operation)
+
+        // When a condition that brings a dependency is added to the waiting operation
+        let dependency = AsyncBlockOperation { events.append("dependency") }
+        operation.addCondition(Self.condition(bringing: dependency))
+        let later = AsyncBlockOperation { events.append("later") }
+        queue.addOperation(later)
+
+        // Then the dependency runs at once, and the operation, the barrier and the later one after
+        #expect(waitUntilFinished([dependency]))
+        gate.signal()
+        #expect(waitUntilFinished([operation, later]))
+        #expect(events.all == ["dependency", "first", "operation", "barrier", "later"])
+        #expect(dependency.errors.isEmpty, "\(dependency.errors)")
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
+    /// ...and it still waits for the barrier its operation waits for, placed before both. (This
+    /// held before the fix too: it guards against exempting the dependency from every barrier.)
+    @Test func conditionAddedWhileItsOperationWaitsForABarrier_bringsADependencyThatWaitsForIt() {
+        // Given a barrier that holds on, and an operation added after it
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let gate = Signal()
+        queue.addBarrierBlock { _ = gate.wait(); events.append("barrier") }
+        let operation = AsyncBlockOperation { events.append("operation") }
+        queue.addOperation(operation)
+
+        // When a condition that brings a dependency is added to the waiting operation
+        let dependency = AsyncBlockOperation { events.append("dependency") }
+        operation.addCondition(Self.condition(bringing: dependency))
+
+        // Then the dependency waits for the barrier, and they and the operation run in order
+        #expect(dependency.dependencies.contains { $0.name == "barrier" && !$0.isFinished })
+        gate.signal()
+        #expect(waitUntilFinished([operation]))
+        #expect(events.all == ["barrier", "dependency", "operation"])
+    }
+
+    /// With a barrier before the operation and one after it, the dependency waits for the first
+    /// (as its operation does) and not for the second (which waits for its operation).
+    @Test func conditionAddedWhileItsOperationWaitsBetweenTwoBarriers_bringsADependencyThatWaitsForTheFirst() {
+        // Given a barrier that holds on, an operation added after it, and a second barrier
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let gate = Signal()
+        queue.addBarrierBlock { _ = gate.wait(); events.append("first barrier") }
+        let operation = AsyncBlockOperation { events.append("operation") }
+        queue.addOperation(operation)
+        queue.addBarrierBlock { events.append("second barrier") }
+
+        // When a condition that brings a dependency is added to the waiting operation
+        let dependency = AsyncBlockOperation { events.append("dependency") }
+        operation.addCondition(Self.condition(bringing: dependency))
+
+        // Then the dependency waits for the first barrier only, and all run in order
+        let barriersOfTheOperation = operation.dependencies.filter { $0 !== dependency }.map(ObjectIdentifier.init)
+        #expect(dependency.dependencies.map(ObjectIdentifier.init) == barriersOfTheOperation)
+        gate.signal()
+        #expect(waitUntilFinished([operation]))
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(events.all == ["first barrier", "dependency", "operation", "second barrier"])
+        #expect(dependency.errors.isEmpty, "\(dependency.errors)")
+    }
+
+    /// A plain Foundation operation as the dependency goes the same way.
+    @Test func conditionAddedWhileItsOperationWaitsBeforeABarrier_bringsAPlainDependencyThatRuns() {
+        // Given an operation waiting for a dependency, and a barrier placed after it
+        let setting = OperationWaitingBeforeABarrier()
+        let (queue, events, gate, operation) = (setting.queue, setting.events, setting.gate, setting.operation)
+
+        // When a condition that brings a plain dependency is added to the waiting operation
+        let dependency = BlockOperation { events.append("dependency") }
+        operation.addCondition(Self.condition(bringing: dependency))
+
+        // Then it runs at once, and the operation and the barrier after it
+        #expect(waitUntilFinished([dependency]))
+        gate.signal()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(events.all == ["dependency", "first", "operation", "barrier"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
+    /// A condition's dependency that its operation does not wait for after all (the operation
+    /// finished meanwhile, here cancelled by the condition's own code) still runs.
+    @Test func conditionDependencyOfAnOperationCancelledMeanwhile_stillRuns() {
+        // Given an operation waiting for a dependency, and a barrier placed after it
+        let setting = OperationWaitingBeforeABarrier()
+        let (queue, events, gate, operation) = (setting.queue, setting.events, setting.gate, setting.operation)
+
+        // When a condition is added whose code cancels the operation as it brings a dependency
+        let dependency = AsyncBlockOperation { events.append("dependency") }
+        operation.addCondition(StubCondition(name: "CancelsItsOperation", dependency: { added in
+            added.cancel()
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+
+        // Then the dependency runs, and the operation does not
+        #expect(waitUntilFinished([dependency]))
+        gate.signal()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(Set(events.all) == ["first", "barrier", "dependency"])
+        #expect(dependency.errors.isEmpty, "\(dependency.errors)")
+        #expect(operation.isCancelled)
+    }
+
     @Test func barrier_onEmptyQueue_runs() {
         let queue = AsyncOperationQueue()
         let ran = Signal()
         queue.addBarrierBlock { ran.signal() }
         #expect(ran.wait())
+    }
+
+    /// A condition that brings `dependency` and is satisfied.
+    private static func condition(bringing dependency: Operation) -> StubCondition {
+        StubCondition(name: "BringsADependency", dependency: { _ in dependency }) { _, completion in
+            completion(.satisfied)
+        }
+    }
+}
+
+/// An operation that waits for a first one, which holds on until `gate` opens, on a queue with a
+/// barrier placed after both: where a condition is added while its operation waits.
+private struct OperationWaitingBeforeABarrier {
+    let queue = AsyncOperationQueue()
+    let events = Recorder<String>()
+    let gate = Signal()
+    let operation: AsyncBlockOperation
+
+    init() {
+        let (events, gate) = (self.events, self.gate)
+        let first = AsyncBlockOperation { _ = gate.wait(); events.append("first") }
+        operation = AsyncBlockOperation { events.append("operation") }
+        operation.addDependency(first)
+        queue.addOperations([first, operation], waitUntilFinished: false)
+        queue.addBarrierBlock { events.append("barrier") }
     }
 }
