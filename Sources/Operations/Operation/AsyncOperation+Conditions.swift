@@ -17,9 +17,11 @@ extension AsyncOperation {
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
         case .addedWhileWaiting:
+            // It waits until the dependency is attached, even if its others finish meanwhile.
             if let dependency = condition.dependency(for: self) {
                 addDependencyOfConditionAddedWhileWaiting(dependency)
             }
+            advance(lifecycle.conditionDependencyAttached())
         case .added, .alreadyThere:
             break
         }
@@ -103,8 +105,8 @@ extension AsyncOperation {
     /// placed since, which waits for the operation and so, through it, for `dependency`.
     ///
     /// If the operation does not wait for it after all (it closes a cycle, or the operation
-    /// stopped waiting meanwhile), it is added as any operation is. (One window stays: if the
-    /// operation finishes after this and before the add, a barrier placed since may run beside
+    /// finished meanwhile), it is added as any operation is. (One window stays: if the operation
+    /// finishes after this and before the add, a barrier placed since may run beside
     /// `dependency`.)
     private func addDependencyOfConditionAddedWhileWaiting(_ dependency: Operation) {
         let waits = waitForConditionDependency(dependency)

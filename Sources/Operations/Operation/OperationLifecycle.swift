@@ -86,8 +86,9 @@ struct OperationLifecycle {
         case initialized
         /// Being added to a queue (or started by hand): condition dependencies are being attached.
         case enqueuing(Placement)
-        /// Waiting for dependencies.
-        case pending(Placement)
+        /// Waiting for dependencies, and for the dependencies of `attaching` conditions added
+        /// meanwhile, whose dependencies are being attached (`conditionDependencyAttached()`).
+        case pending(Placement, attaching: Int32)
         /// Its conditions are being evaluated; `dispatched` once they were handed out (not while
         /// parked by a suspended queue).
         case evaluatingConditions(Placement, Standing, ConditionEvaluation, dispatched: Bool)
@@ -209,7 +210,7 @@ struct OperationLifecycle {
         switch state {
         case .initialized: nil
         case let .finished(placement): placement
-        case let .enqueuing(placement), let .pending(placement),
+        case let .enqueuing(placement), let .pending(placement, _),
              let .evaluatingConditions(placement, _, _, _), let .waitingForCategories(placement, _),
              let .ready(placement, _, _), let .executing(placement, _): placement
         case let .finishing(finishing): finishing.placement
@@ -472,7 +473,7 @@ struct OperationLifecycle {
         if conditions.count > attached {
             return .attachConditions(Array(conditions[attached...]), attached: conditions.count)
         }
-        state = .pending(placement)
+        state = .pending(placement, attaching: 0)
         return .advance(advanceIfDependenciesFinished())
     }
 
@@ -502,12 +503,12 @@ struct OperationLifecycle {
 
     /// Moves a pending operation on when nothing is left to wait for.
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
-        guard case let .pending(placement) = state else { return .none }
+        guard case let .pending(placement, attaching) = state else { return .none }
         if isCancelled { return .finish([]) }
         if let cycleDependencyName {
             return .finishClosingCycle(dependencyName: cycleDependencyName)
         }
-        guard unfinishedDependencies.isEmpty else { return .none }
+        guard unfinishedDependencies.isEmpty, attaching == 0 else { return .none }
         if conditions.isEmpty {
             state = .waitingForCategories(placement, Standing())
             return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
@@ -544,7 +545,7 @@ struct OperationLifecycle {
         /// Added.
         case added
         /// Added while the operation already waits on a queue (past its add): a condition's
-        /// dependency must be attached now.
+        /// dependency must be attached now, then `conditionDependencyAttached()` called.
         case addedWhileWaiting
         /// It already had it: nothing changed.
         case alreadyThere
@@ -634,8 +635,21 @@ struct OperationLifecycle {
         }
         satisfiedByConstruction.set(conditions.count, to: isSatisfied)
         conditions.append(condition)
-        // Being added, the add attaches its dependency before it ends (`finishEnqueuing`).
-        return phase == .pending ? .addedWhileWaiting : .added
+        guard case let .pending(placement, attaching) = state else {
+            return .added // being added, the add attaches its dependency before it ends (`finishEnqueuing`)
+        }
+        // Its dependency is attached next, outside the lock: until then the operation waits,
+        // even if its last dependency finishes meanwhile.
+        state = .pending(placement, attaching: attaching + 1)
+        return .addedWhileWaiting
+    }
+
+    /// The dependency of a condition added while the operation waited is attached (or it had
+    /// none): the operation goes on if nothing else keeps it.
+    mutating func conditionDependencyAttached() -> AdvanceAction {
+        guard case let .pending(placement, attaching) = state else { return .none } // finished meanwhile
+        state = .pending(placement, attaching: attaching - 1)
+        return advanceIfDependenciesFinished()
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer

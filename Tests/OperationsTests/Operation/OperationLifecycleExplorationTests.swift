@@ -43,6 +43,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// A dependency comes while the operation is being added (a condition's, or `addDependency`
     /// from elsewhere), perhaps after its queue gave it its turn as it held it.
     var lateDependency = false
+    /// A condition is added while it waits for its dependencies; its own dependency is attached
+    /// some time later (`conditionDependencyAttached()`).
+    var conditionWhileWaiting = false
     /// Another operation holds the category at first (and lets go of it some time).
     var contended = false
     /// A subclass that holds back a finish without execution (as a group does) and delivers it later.
@@ -98,6 +101,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
         LifecycleScope(name: "the turn taken as it is held, then a dependency while it is being added",
                        conditions: [.atOnce(satisfied: true)], lateDependency: true, suspensions: 1,
                        minimumStates: 15_000, minimumTerminals: 100),
+        LifecycleScope(name: "a condition added while it waits for its dependency", conditions: [.answered],
+                       dependency: true, conditionWhileWaiting: true, finishes: 2, suspensions: 1,
+                       minimumStates: 100_000, minimumTerminals: 230),
     ]
 }
 
@@ -281,6 +287,8 @@ private struct World {
     var dependencyFinished = false
     var lateDependencyAdded = false
     var lateDependencyFinished = false
+    var lateConditionAdded = false
+    var lateConditionAttached = false
     var answersOwed: [Int] = []
     var satisfiedConditions: Set<Int> = []
     var answeredOnce: Set<Int> = []
@@ -344,7 +352,7 @@ private struct World {
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
-            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
+            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionAttached, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
@@ -486,6 +494,23 @@ private struct Explorer {
                 _ = world.life.addDependency(lateDependency)
             }
         }
+        if scope.conditionWhileWaiting && !world.lateConditionAdded && world.life.phase == .pending {
+            event("a condition is added while it waits") { world in
+                world.lateConditionAdded = true
+                let added = world.life.addCondition(ConstructedCondition(mutuallyExclusiveCategories: []), satisfiedByConstruction: true)
+                if added != .addedWhileWaiting {
+                    world.violate("a condition added while it waits was answered \(added), not .addedWhileWaiting")
+                }
+            }
+        }
+        if world.lateConditionAdded && !world.lateConditionAttached {
+            event("the late condition's dependency is attached") { world in
+                world.lateConditionAttached = true
+                let action = world.life.conditionDependencyAttached()
+                if case .none = action { return }
+                world.spawn([.advance(Advance(action))])
+            }
+        }
         if world.lateDependencyAdded && !world.lateDependencyFinished {
             event("the late dependency finishes") { world in
                 world.lateDependencyFinished = true
@@ -558,6 +583,7 @@ private struct Explorer {
         (scope.onQueue && !world.enqueued) || (!scope.onQueue && world.handStarts == 0)
             || (scope.dependency && !world.dependencyFinished) || !world.answersOwed.isEmpty
             || (world.lateDependencyAdded && !world.lateDependencyFinished)
+            || (world.lateConditionAdded && !world.lateConditionAttached)
             || world.otherHolds || world.suspended || world.heldFinishOwed
     }
 
@@ -661,6 +687,9 @@ private struct Explorer {
         case let .handOut(awaited):
             if (scope.dependency && !world.dependencyFinished) || (world.lateDependencyAdded && !world.lateDependencyFinished) {
                 world.violate("hands its conditions out before every dependency finished")
+            }
+            if world.lateConditionAdded && !world.lateConditionAttached {
+                world.violate("hands its conditions out before the dependency of one added while it waited is attached")
             }
             let handedOut = scope.conditions.indices.filter { awaited.contains($0) }
             #expect(handedOut == scope.conditions.indices.filter { scope.conditions[$0] != .byConstruction },

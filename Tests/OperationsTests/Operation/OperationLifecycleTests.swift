@@ -399,6 +399,32 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .addedWhileWaiting, "attached by the one who adds it")
     }
 
+    /// A condition added while the operation waits holds it until its dependency is attached:
+    /// its last dependency finishing meanwhile does not let it on to evaluate the condition.
+    @Test func conditionAddedWhileWaiting_holdsTheOperationUntilItsDependencyIsAttached() {
+        // Given an operation waiting on a queue for one dependency
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        _ = state.addDependency(dependency)
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+
+        // When a condition is added, and the dependency finishes before the condition's is attached
+        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .addedWhileWaiting)
+        guard case .advance(.none) = state.dependencyFinished(ObjectIdentifier(dependency)) else {
+            Issue.record("expected it to wait for the condition's dependency to be attached")
+            return
+        }
+        #expect(state.phase == .pending)
+
+        // Then it goes on to its conditions once the dependency is attached
+        guard case let .evaluateConditions(conditions, _, ticket) = state.conditionDependencyAttached() else {
+            Issue.record("expected it to evaluate its conditions")
+            return
+        }
+        #expect(conditions.count == 1 && ticket == 1)
+    }
+
     /// Every operation carries a lifecycle (a chain of a million of them included), and its size
     /// depends on the order its fields are declared in: a field moved carelessly adds padding.
     @Test func theLifecycle_staysSmall() {

@@ -333,6 +333,37 @@ import TestSupport
         #expect(log.all == ["late dependency", "evaluate late", "execute"])
     }
 
+    /// A condition added while its operation waits brings its dependency before the condition is
+    /// evaluated, even when the operation's last dependency finishes as the condition's code
+    /// runs. (The operation went on to evaluate it before the dependency was attached.)
+    @Test func conditionAddedWhileItsOperationWaits_isEvaluatedAfterItsDependency_evenIfTheLastOtherFinishesMeanwhile() {
+        // Given an operation waiting for a first one, which holds on until `gate` opens
+        let queue = AsyncOperationQueue()
+        let log = Recorder<String>()
+        let gate = Signal()
+        let first = AsyncBlockOperation { _ = gate.wait(); log.append("first") }
+        let operation = AsyncBlockOperation { log.append("execute") }
+        operation.addDependency(first)
+        queue.addOperations([first, operation], waitUntilFinished: false)
+
+        // When a condition is added whose code lets the first one finish before it brings its
+        // dependency
+        let dependency = AsyncBlockOperation { log.append("dependency") }
+        operation.addCondition(StubCondition(name: "Late", dependency: { _ in
+            gate.signal()
+            _ = waitUntilFinished([first])
+            return dependency
+        }) { _, completion in
+            log.append("evaluate")
+            completion(.satisfied)
+        })
+
+        // Then the dependency runs first, then the evaluation, then the body
+        #expect(waitUntilFinished([operation]))
+        #expect(log.all == ["first", "dependency", "evaluate", "execute"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     /// An operation finished from elsewhere while it is being added (here by a logger hearing
     /// `.added`, before the queue holds it) is not left behind: the queue lists it no more, and
     /// keeps no turn for it, so a queue made serial afterwards still runs what comes next.
