@@ -6,7 +6,9 @@ extension AsyncOperation {
     /// Add conditions before the operation is added to a queue (or while it still waits for its
     /// dependencies). Later additions are reported as `.configuredTooLate` and ignored. A
     /// condition added while the operation waits brings its dependency at once
-    /// (`OperationCondition.dependency(for:)`), which counts as added with the operation.
+    /// (`OperationCondition.dependency(for:)`), which counts as added with the operation; if the
+    /// operation's other dependencies have finished, it may go on to evaluate its conditions on
+    /// the calling thread before this returns.
     ///
     /// ```swift
     /// operation.addCondition(MutuallyExclusive<Database>())
@@ -16,13 +18,13 @@ extension AsyncOperation {
         switch lifecycle.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) {
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addCondition(_:) was called after the operation's conditions were evaluated; '\(condition.name)' was ignored")
-        case .addedWhileWaiting:
+        case let .addedWhileWaiting(attachment):
             // It waits until the dependency is attached, even if its others finish meanwhile.
             if let dependency = condition.dependency(for: self) {
-                addDependencyOfConditionAddedWhileWaiting(dependency)
+                attachDependency(dependency, as: attachment)
             }
             advance(lifecycle.conditionDependencyAttached())
-        case .added, .alreadyThere:
+        case .added:
             break
         }
     }
@@ -91,7 +93,7 @@ extension AsyncOperation {
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
     /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`).
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
-        _ = waitForConditionDependency(dependency)
+        waitForConditionDependency(dependency)
         if let add, let queue = queue as? AsyncOperationQueue { // an add in flight is always one of its own
             queue.addConditionDependency(dependency, within: add)
         } else {
@@ -99,48 +101,55 @@ extension AsyncOperation {
         }
     }
 
-    /// Makes the operation, which waits for its dependencies on its queue, wait for `dependency`
-    /// too, which a condition added meanwhile produced, and adds it to that queue. It counts as
-    /// added with the operation: it waits for the barriers the operation waits for, not for one
-    /// placed since, which waits for the operation and so, through it, for `dependency`.
-    ///
-    /// If the operation does not wait for it after all (it closes a cycle, or the operation
-    /// finished meanwhile), it is added as any operation is. (One window stays: if the operation
-    /// finishes after this and before the add, a barrier placed since may run beside
-    /// `dependency`.)
-    private func addDependencyOfConditionAddedWhileWaiting(_ dependency: Operation) {
+    /// Makes the operation, which waits for its dependencies, wait for `dependency` too, which a
+    /// condition added meanwhile produced, and adds it where `attachment` says. On a queue of
+    /// ours it counts as added with the operation: it waits for the barriers the operation waits
+    /// for, not for one placed since, which waits for the operation and so, through it, for
+    /// `dependency`. Unless it closes a cycle, or the operation finished meanwhile: then it is
+    /// added as any operation is. (One window stays: if the operation finishes after this and
+    /// before the add, a barrier placed since may run beside `dependency`.)
+    private func attachDependency(_ dependency: Operation, as attachment: OperationLifecycle.ConditionDependencyAttachment) {
         let waits = waitForConditionDependency(dependency)
-        guard let queue = lifecycle.queue else {
-            // Started by hand: no queue of ours holds it. As the dependencies of its first
-            // conditions, this one goes to the queue that started it, if any.
-            (lifecycle.foreignQueue ?? engine.fallbackQueue).addOperation(dependency)
-            return
-        }
-        if waits {
-            queue.addConditionDependency(dependency, waitingFor: barriersItWaitsFor)
-        } else {
+        switch (attachment.queue, waits) {
+        case let (queue?, .waits), let (queue?, .waitsAlready):
+            queue.addConditionDependency(dependency, waitingFor: attachment.barriers)
+        case let (queue?, .doesNotWait):
             queue.addOperation(dependency)
+        case (nil, _):
+            // Started by hand: as the dependencies of its first conditions, this one goes to
+            // the queue that started it, if any.
+            (attachment.startedBy ?? engine.fallbackQueue).addOperation(dependency)
         }
     }
 
-    /// Makes the operation wait for `dependency`, which a condition produced; whether it waits
-    /// for it now. A dependency that would close a cycle is diagnosed as `addDependency(_:)`
-    /// does: the operation finishes with `AsyncOperationError.dependencyCycle` instead of
-    /// waiting forever.
-    private func waitForConditionDependency(_ dependency: Operation) -> Bool {
+    /// Whether an operation waits for a dependency a condition produced.
+    enum ConditionDependencyWait {
+        /// It waits for it now.
+        case waits
+        /// It waited for it already (another condition brought it, or the user added it).
+        case waitsAlready
+        /// It does not: the dependency closes a cycle, or the operation is past waiting.
+        case doesNotWait
+    }
+
+    /// Makes the operation wait for `dependency`, which a condition produced. A dependency that
+    /// would close a cycle is diagnosed as `addDependency(_:)` does: the operation finishes with
+    /// `AsyncOperationError.dependencyCycle` instead of waiting forever.
+    @discardableResult
+    private func waitForConditionDependency(_ dependency: Operation) -> ConditionDependencyWait {
         if dependency === self || dependencyWouldCloseCycle(dependency) {
             recordCycle(through: dependency)
-            return false
+            return .doesNotWait
         }
-        guard case .added = lifecycle.addDependency(dependency) else { return false }
-        startWaiting(for: dependency)
-        return true
-    }
-
-    /// The barriers the operation waits for: that of its queue when it was added (the add made
-    /// it a dependency), and any the user made it wait for.
-    private var barriersItWaitsFor: [Operation] {
-        lifecycle.dependencies.filter { $0 is QueueBarrier }
+        switch lifecycle.addDependency(dependency) {
+        case .added:
+            startWaiting(for: dependency)
+            return .waits
+        case .alreadyThere:
+            return .waitsAlready
+        case .tooLate:
+            return .doesNotWait
+        }
     }
 
     /// Goes on as `action` says. `categories`: the conditions' categories, if they were read

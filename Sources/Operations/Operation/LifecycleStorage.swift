@@ -19,8 +19,6 @@ struct LifecycleStorage {
 
     var phase: OperationLifecycle.Phase { locked.withLock { $0.phase } }
     var queue: AsyncOperationQueue? { locked.withLock { $0.queue } }
-    /// The queue that started it by hand, if one did.
-    var foreignQueue: OperationQueue? { locked.withLock { $0.foreignQueue } }
     var ticket: UInt64 { locked.withLock { $0.ticket } }
     var isCancelled: Bool { locked.withLock { $0.isCancelled } }
     var errors: [any Error] { locked.withLock { $0.errors } }
@@ -51,7 +49,7 @@ struct LifecycleStorage {
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
-    func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.Configuration { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
+    func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.ConditionAddition { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
     func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
     func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }

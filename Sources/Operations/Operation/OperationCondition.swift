@@ -37,6 +37,9 @@ public protocol OperationCondition: Sendable {
     /// queue adds it directly, so an override of `addOperation(_:)` does not see it (its
     /// delegate's `willAdd` does). An operation started by hand adds it to the queue that
     /// started it, if any, or else to a queue of the package's own.
+    ///
+    /// For a condition added while `operation` waits for its dependencies, `operation` does not
+    /// go on until this returns: do not wait here for `operation` to finish.
     func dependency(for operation: AsyncOperation) -> Foundation.Operation?
 
     /// Decides whether `operation` may execute.
@@ -45,7 +48,7 @@ public protocol OperationCondition: Sendable {
     /// `completion` without calling it fails the operation with
     /// `AsyncOperationError.conditionNeverAnswered`; one that holds it longer than the queue's
     /// `conditionEvaluationTimeout` fails it with `.conditionTimedOut`. Do not block the calling
-    /// thread: it may be the thread that added the operation.
+    /// thread: it may be the thread that added the operation, or that called `addCondition(_:)`.
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void)
 }
 

@@ -544,9 +544,6 @@ struct OperationLifecycle {
     enum Configuration: Equatable {
         /// Added.
         case added
-        /// Added while the operation already waits on a queue (past its add): a condition's
-        /// dependency must be attached now, then `conditionDependencyAttached()` called.
-        case addedWhileWaiting
         /// It already had it: nothing changed.
         case alreadyThere
         /// Too late (the operation is past waiting for it, or finishing): ignored.
@@ -626,22 +623,54 @@ struct OperationLifecycle {
         return dependencies
     }
 
+    /// What adding a condition came to.
+    enum ConditionAddition {
+        /// Added; the add attaches its dependency (or the operation is not on a queue yet).
+        case added
+        /// Added while the operation waits for its dependencies (past its add): attach the
+        /// condition's dependency now, as `attachment` says, then call
+        /// `conditionDependencyAttached()`. The operation waits until then.
+        case addedWhileWaiting(ConditionDependencyAttachment)
+        /// Too late (the conditions were evaluated, or it is finishing): ignored.
+        case tooLate
+    }
+
+    /// Where the dependency of a condition added while the operation waits goes, as the step
+    /// that added the condition saw it.
+    struct ConditionDependencyAttachment {
+        /// The queue of ours the operation waits on, if any.
+        let queue: AsyncOperationQueue?
+        /// The queue that started it by hand, if one did.
+        let startedBy: OperationQueue?
+        /// The barriers the operation waits for: the dependency waits for them too.
+        let barriers: [Operation]
+    }
+
     /// Adds a condition, until the conditions are evaluated. `satisfiedByConstruction`: what
     /// `ConditionKinds` says of it, asked once by the caller outside the lock.
-    mutating func addCondition(_ condition: any OperationCondition, satisfiedByConstruction isSatisfied: Bool) -> Configuration {
+    @inline(__always) // on the way of every condition: inlined into its storage's critical region
+    mutating func addCondition(_ condition: any OperationCondition, satisfiedByConstruction isSatisfied: Bool) -> ConditionAddition {
         guard acceptsConfiguration else { return .tooLate }
         if conditions.isEmpty {
             conditions.reserveCapacity(4) // a few is the rule: one allocation, not one per condition
         }
         satisfiedByConstruction.set(conditions.count, to: isSatisfied)
         conditions.append(condition)
-        guard case let .pending(placement, attaching) = state else {
+        guard case .pending = state else {
             return .added // being added, the add attaches its dependency before it ends (`finishEnqueuing`)
         }
-        // Its dependency is attached next, outside the lock: until then the operation waits,
-        // even if its last dependency finishes meanwhile.
+        return waitForDependencyOfConditionAdded()
+    }
+
+    /// A condition was added while the operation waits: its dependency is attached next,
+    /// outside the lock, and until then the operation waits, even if its last dependency
+    /// finishes meanwhile. (Out of line: it keeps `addCondition` small.)
+    @inline(never)
+    private mutating func waitForDependencyOfConditionAdded() -> ConditionAddition {
+        guard case let .pending(placement, attaching) = state else { return .added }
         state = .pending(placement, attaching: attaching + 1)
-        return .addedWhileWaiting
+        let barriers = dependencies.filter { $0 is QueueBarrier }
+        return .addedWhileWaiting(ConditionDependencyAttachment(queue: queue, startedBy: foreignQueue, barriers: barriers))
     }
 
     /// The dependency of a condition added while the operation waited is attached (or it had

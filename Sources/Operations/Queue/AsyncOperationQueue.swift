@@ -231,7 +231,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// diagnostic (`.addedTwice`, `.addedAfterFinishing`) and ignored instead of crashing.
     ///
     /// The dependencies that conditions bring (`OperationCondition.dependency(for:)`) are added
-    /// without calling this method: an override does not see them.
+    /// without calling this method as long as their operation waits for them: an override does
+    /// not see them.
     open override func addOperation(_ operation: Operation) {
         if isForwardingToFoundation {
             super.addOperation(operation)
@@ -400,12 +401,20 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return refuseAfterShutDown([dependency])
         }
         context.barrier = nil // it waits for `barriers` instead
-        if !(dependency is QueueBarrier) { // a barrier's add is refused (it is on a queue already)
+        if Self.isNew(dependency) { // one added before might be waited for by these barriers
             for barrier in barriers {
                 dependency.addDependency(barrier)
             }
         }
         add(dependency, with: context)
+    }
+
+    /// Whether `operation` was never added to a queue nor started: its add is not refused.
+    private static func isNew(_ operation: Operation) -> Bool {
+        if let operation = operation as? AsyncOperation {
+            return operation.lifecycle.phase == .initialized
+        }
+        return !operation.isFinished && !operation.isExecuting && PlainOperationRegistry.queue(of: operation) == nil
     }
 
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the

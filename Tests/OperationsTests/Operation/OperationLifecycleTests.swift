@@ -385,7 +385,10 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.addDependency(BlockOperation {}) // keeps it waiting once the add ends
         _ = state.addCondition(Condition(), satisfiedByConstruction: false)
         _ = state.enqueue(on: queue, ticket: 1)
-        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .added, "the add attaches it")
+        guard case .added = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+            Issue.record("expected the add to attach it")
+            return
+        }
         guard case let .attachConditions(added, attached) = state.finishEnqueuing(attached: 1) else {
             Issue.record("expected the add to attach the condition added meanwhile")
             return
@@ -396,7 +399,10 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             Issue.record("expected the add to end, waiting for its dependency")
             return
         }
-        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .addedWhileWaiting, "attached by the one who adds it")
+        guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+            Issue.record("expected the one who adds it to attach it")
+            return
+        }
     }
 
     /// A condition added while the operation waits holds it until its dependency is attached:
@@ -410,7 +416,11 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.finishEnqueuing(attached: 0)
 
         // When a condition is added, and the dependency finishes before the condition's is attached
-        #expect(state.addCondition(Condition(), satisfiedByConstruction: false) == .addedWhileWaiting)
+        guard case let .addedWhileWaiting(attachment) = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+            Issue.record("expected the condition's dependency to be attached by the one who adds it")
+            return
+        }
+        #expect(attachment.queue === queue && attachment.barriers.isEmpty)
         guard case .advance(.none) = state.dependencyFinished(ObjectIdentifier(dependency)) else {
             Issue.record("expected it to wait for the condition's dependency to be attached")
             return

@@ -351,7 +351,10 @@ import TestSupport
         let dependency = AsyncBlockOperation { log.append("dependency") }
         operation.addCondition(StubCondition(name: "Late", dependency: { _ in
             gate.signal()
+            // Until the operation has heard of the finish (its unfinished dependencies are
+            // empty), not merely until `first` is finished, which comes a moment earlier.
             _ = waitUntilFinished([first])
+            _ = waitUntil { operation.snapshot().waitsFor.isEmpty }
             return dependency
         }) { _, completion in
             log.append("evaluate")

@@ -151,6 +151,32 @@ import TestSupport
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
     }
 
+    /// Two conditions that bring the same dependency: the second add is refused (the dependency is
+    /// on the queue already) and changes nothing, so the dependency does not come to wait for the
+    /// barrier placed after its operation (which would close a cycle through it).
+    @Test func twoConditionsAddedWhileTheirOperationWaits_bringingOneDependency_runItOnce() {
+        // Given a barrier that holds on, an operation added after it, and a second barrier
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let gate = Signal()
+        queue.addBarrierBlock { _ = gate.wait(); events.append("first barrier") }
+        let operation = AsyncBlockOperation { events.append("operation") }
+        queue.addOperation(operation)
+        queue.addBarrierBlock { events.append("second barrier") }
+
+        // When two conditions that bring the same dependency are added to the waiting operation
+        let dependency = AsyncBlockOperation { events.append("dependency") }
+        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(Self.condition(bringing: dependency))
+
+        // Then it runs once, between the barriers, before the operation
+        gate.signal()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(events.all == ["first barrier", "dependency", "operation", "second barrier"])
+        #expect(dependency.errors.isEmpty, "\(dependency.errors)")
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     /// A plain Foundation operation as the dependency goes the same way.
     @Test func conditionAddedWhileItsOperationWaitsBeforeABarrier_bringsAPlainDependencyThatRuns() {
         // Given an operation waiting for a dependency, and a barrier placed after it
@@ -170,8 +196,9 @@ import TestSupport
     }
 
     /// A condition's dependency that its operation does not wait for after all (the operation
-    /// finished meanwhile, here cancelled by the condition's own code) still runs.
-    @Test func conditionDependencyOfAnOperationCancelledMeanwhile_stillRuns() {
+    /// finished meanwhile, here cancelled by the condition's own code) is an ordinary add to the
+    /// operation's queue: it waits for the barrier placed before it.
+    @Test func conditionDependencyOfAnOperationCancelledMeanwhile_waitsForTheBarrierPlacedBeforeIt() {
         // Given an operation waiting for a dependency, and a barrier placed after it
         let setting = OperationWaitingBeforeABarrier()
         let (queue, events, gate, operation) = (setting.queue, setting.events, setting.gate, setting.operation)
@@ -183,11 +210,11 @@ import TestSupport
             return dependency
         }) { _, completion in completion(.satisfied) })
 
-        // Then the dependency runs, and the operation does not
-        #expect(waitUntilFinished([dependency]))
+        // Then the dependency waits for the barrier, which waits for the first operation
+        #expect(dependency.dependencies.contains { $0.name == "barrier" && !$0.isFinished })
         gate.signal()
         queue.waitUntilAllOperationsAreFinished()
-        #expect(Set(events.all) == ["first", "barrier", "dependency"])
+        #expect(events.all == ["first", "barrier", "dependency"])
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
         #expect(operation.isCancelled)
     }
