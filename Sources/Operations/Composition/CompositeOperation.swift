@@ -127,7 +127,7 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         }
         guard let factory else { return } // released: the composite has finished
         let child = factory()
-        guard Self.isUnused(child) else {
+        guard child.looksUnused else {
             cancel(with: AsyncOperationError.childReused(composite: displayName, child: child.displayName))
             return
         }
@@ -154,16 +154,6 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
 
     fileprivate func delayElapsed(slot: Int, attempt: Int) {
         perform(storage.withLock { $0.machine.delayElapsed(slot: slot, attempt: attempt) })
-    }
-
-    /// Whether `operation` was never queued, started or finished. (A plain Foundation operation
-    /// waiting on a plain `OperationQueue` cannot be told apart from an unused one.)
-    private static func isUnused(_ operation: Foundation.Operation) -> Bool {
-        if let operation = operation as? AsyncOperation {
-            return operation.isUnused
-        }
-        return !operation.isExecuting && !operation.isFinished
-            && PlainOperationRegistry.ticket(of: operation) == nil
     }
 
     // MARK: - Cancelling and finishing

@@ -102,14 +102,16 @@ extension AsyncOperation {
     }
 
     /// Makes the operation, which waits for its dependencies, wait for `dependency` too, which a
-    /// condition added meanwhile produced, and adds it where `attachment` says. On a queue of
-    /// ours it counts as added with the operation: it waits for the barriers the operation waits
-    /// for, not for one placed since, which waits for the operation and so, through it, for
-    /// `dependency`. Unless it closes a cycle, or the operation finished meanwhile: then it is
-    /// added as any operation is. (One window stays: if the operation finishes after this and
-    /// before the add, a barrier placed since may run beside `dependency`.)
+    /// condition added meanwhile produced, and adds it where `attachment` says, unless it was
+    /// added already (another condition brought it, say). On a queue of ours it counts as added
+    /// with the operation: it waits for the barriers the operation waits for, not for one placed
+    /// since, which waits for the operation and so, while the operation waits for it, for
+    /// `dependency` too. If it closes a cycle, or the operation finished meanwhile, it is added as
+    /// any operation is. (A barrier placed since does not wait for `dependency` itself: if the
+    /// operation is cancelled before `dependency` finishes, the barrier may run beside it.)
     private func attachDependency(_ dependency: Operation, as attachment: OperationLifecycle.ConditionDependencyAttachment) {
         let waits = waitForConditionDependency(dependency)
+        guard dependency.looksUnused else { return } // on a queue already: a plain one would trap
         switch (attachment.queue, waits) {
         case let (queue?, .waits), let (queue?, .waitsAlready):
             queue.addConditionDependency(dependency, waitingFor: attachment.barriers)

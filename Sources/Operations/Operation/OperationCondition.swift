@@ -33,10 +33,12 @@ public protocol OperationCondition: Sendable {
     /// `operation`. Defaults to `nil`.
     ///
     /// It counts as added with `operation`: it waits for the barriers `operation` waits for
-    /// (`addBarrierBlock(_:)`), and a barrier placed after `operation` was added waits for it. The
-    /// queue adds it directly, so an override of `addOperation(_:)` does not see it (its
-    /// delegate's `willAdd` does). An operation started by hand adds it to the queue that
-    /// started it, if any, or else to a queue of the package's own.
+    /// (`addBarrierBlock(_:)`), not for one placed after `operation` was added, which waits for
+    /// `operation` (and so for the dependency, unless `operation` is cancelled first). The queue
+    /// adds it directly, so an override of `addOperation(_:)` does not see it (its delegate's
+    /// `willAdd` does), unless `operation` no longer waits for it. A dependency already on a
+    /// queue (another condition brought it, say) is not added again. An operation started by
+    /// hand adds it to the queue that started it, if any, or else to a queue of the package's own.
     ///
     /// For a condition added while `operation` waits for its dependencies, `operation` does not
     /// go on until this returns: do not wait here for `operation` to finish.

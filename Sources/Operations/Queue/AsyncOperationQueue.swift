@@ -401,20 +401,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return refuseAfterShutDown([dependency])
         }
         context.barrier = nil // it waits for `barriers` instead
-        if Self.isNew(dependency) { // one added before might be waited for by these barriers
+        if dependency.looksUnused { // one added before might be waited for by these barriers
             for barrier in barriers {
                 dependency.addDependency(barrier)
             }
         }
         add(dependency, with: context)
-    }
-
-    /// Whether `operation` was never added to a queue nor started: its add is not refused.
-    private static func isNew(_ operation: Operation) -> Bool {
-        if let operation = operation as? AsyncOperation {
-            return operation.lifecycle.phase == .initialized
-        }
-        return !operation.isFinished && !operation.isExecuting && PlainOperationRegistry.queue(of: operation) == nil
     }
 
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the
@@ -463,8 +455,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// at once), anything else into `batch` for Foundation.
     private func accept(_ operation: Operation, into batch: inout Batch, _ context: AddContext) {
         context.delegate?.operationQueue(self, willAdd: operation)
-        if let barrier = context.barrier, !(operation is QueueBarrier) {
-            operation.addDependency(barrier) // a barrier orders itself after the one before it
+        // A barrier orders itself after the one before it. An operation whose add is refused
+        // (it is on a queue already, perhaps one the barrier waits for) is left as it is.
+        if let barrier = context.barrier, !(operation is QueueBarrier), operation.looksUnused {
+            operation.addDependency(barrier)
         }
         if context.isLogging, let logger = context.logger, let operation = operation as? AsyncOperation {
             operation.attach(logger, from: self) // only one not yet on a queue takes it

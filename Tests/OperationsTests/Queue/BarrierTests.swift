@@ -21,7 +21,7 @@ import TestSupport
         gate.signal()
 
         // Then the barrier runs after both earlier operations and before the later one
-        queue.waitUntilAllOperationsAreFinished()
+        #expect(waitUntil { queue.operationCount == 0 })
         #expect(events.all == ["first", "waiting", "barrier", "after"])
     }
 
@@ -146,7 +146,7 @@ import TestSupport
         #expect(dependency.dependencies.map(ObjectIdentifier.init) == barriersOfTheOperation)
         gate.signal()
         #expect(waitUntilFinished([operation]))
-        queue.waitUntilAllOperationsAreFinished()
+        #expect(waitUntil { queue.operationCount == 0 })
         #expect(events.all == ["first barrier", "dependency", "operation", "second barrier"])
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
     }
@@ -171,7 +171,7 @@ import TestSupport
 
         // Then it runs once, between the barriers, before the operation
         gate.signal()
-        queue.waitUntilAllOperationsAreFinished()
+        #expect(waitUntil { queue.operationCount == 0 })
         #expect(events.all == ["first barrier", "dependency", "operation", "second barrier"])
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
         #expect(operation.errors.isEmpty, "\(operation.errors)")
@@ -190,7 +190,7 @@ import TestSupport
         // Then it runs at once, and the operation and the barrier after it
         #expect(waitUntilFinished([dependency]))
         gate.signal()
-        queue.waitUntilAllOperationsAreFinished()
+        #expect(waitUntil { queue.operationCount == 0 })
         #expect(events.all == ["dependency", "first", "operation", "barrier"])
         #expect(operation.errors.isEmpty, "\(operation.errors)")
     }
@@ -213,10 +213,35 @@ import TestSupport
         // Then the dependency waits for the barrier, which waits for the first operation
         #expect(dependency.dependencies.contains { $0.name == "barrier" && !$0.isFinished })
         gate.signal()
-        queue.waitUntilAllOperationsAreFinished()
+        #expect(waitUntil { queue.operationCount == 0 })
         #expect(events.all == ["first", "barrier", "dependency"])
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
         #expect(operation.isCancelled)
+    }
+
+    /// An operation added a second time after a barrier was placed behind it: the add is refused
+    /// and leaves it as it was. (It made the operation wait for the barrier, which waits for it,
+    /// and the cycle check failed it.)
+    @Test func operationAddedAgainAfterABarrier_isLeftAsItWas_andRuns() {
+        // Given an operation waiting on a queue for a first one, and a barrier placed after both
+        let queue = AsyncOperationQueue()
+        let events = Recorder<String>()
+        let gate = Signal()
+        let first = AsyncBlockOperation { _ = gate.wait(); events.append("first") }
+        let operation = AsyncBlockOperation { events.append("operation") }
+        operation.addDependency(first)
+        queue.addOperations([first, operation], waitUntilFinished: false)
+        queue.addBarrierBlock { events.append("barrier") }
+
+        // When it is added again
+        queue.addOperation(operation)
+
+        // Then it does not wait for the barrier, and all run in order
+        #expect(!operation.dependencies.contains { $0.name == "barrier" })
+        gate.signal()
+        #expect(waitUntil { queue.operationCount == 0 })
+        #expect(events.all == ["first", "operation", "barrier"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
     }
 
     @Test func barrier_onEmptyQueue_runs() {
