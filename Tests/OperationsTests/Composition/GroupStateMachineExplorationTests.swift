@@ -130,16 +130,18 @@ private struct GroupModel {
 }
 
 @Suite struct GroupStateMachineExplorationTests {
-    @Test func everyOrderOfEvents_finishesTheGroupOnceAfterItsChildren() {
+    @Test func everyOrderOfEvents_finishesTheGroupOnceAfterItsChildren() async {
         var total = 0
         for (children, failing) in [(0, Set<Int>()), (2, [1]), (3, [0, 2]), (4, [1, 2]), (5, [0, 3])] {
-            let report = exploreEveryOrder(
-                from: GroupModel(children: children, failing: failing),
-                events: \.possibleEvents,
-                key: \.key,
-                check: { $0.checkInvariants($1) },
-                checkTerminal: { $0.checkTerminal($1) }
-            )
+            let report = await offThePool {
+                exploreEveryOrder(
+                    from: GroupModel(children: children, failing: failing),
+                    events: \.possibleEvents,
+                    key: \.key,
+                    check: { $0.checkInvariants($1) },
+                    checkTerminal: { $0.checkTerminal($1) }
+                )
+            }
             #expect(report.terminalStates > 0, "GroupStateMachine exploration, \(children) children (\(failing.count) failing): \(report)")
             total += report.states
         }

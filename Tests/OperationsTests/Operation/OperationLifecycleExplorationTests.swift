@@ -1249,8 +1249,8 @@ private func explore(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug
     return result
 }
 
-private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = KnownBug.all) {
-    let result = explore(scope, checking: checkedBugs)
+private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBugs: Set<KnownBug> = KnownBug.all) async {
+    let result = await offThePool { explore(scope, checking: checkedBugs) }
     #expect(result.terminals > 0, "OperationLifecycle exploration, \(scope.name): \(result.states) states, \(result.terminals) terminal")
     if let (violations, path) = result.counterexample {
         Issue.record("""
@@ -1267,8 +1267,8 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
 
 @Suite struct OperationLifecycleExplorationTests {
     @Test(arguments: LifecycleScope.all)
-    func everyInterleaving_keepsTheLifecycleRules(scope: LifecycleScope) {
-        expectNoCounterexample(in: scope)
+    func everyInterleaving_keepsTheLifecycleRules(scope: LifecycleScope) async {
+        await expectNoCounterexample(in: scope)
     }
 
     /// Fixed engine bug: `execute()` ran on an operation whose finish was already accepted (now
@@ -1282,8 +1282,8 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
     /// `beginExecution` calls `execute()`. `operationDidFinish` and `isFinished` then come from the
     /// cancelling thread, possibly while `execute()` still runs. (An observer of
     /// `operationDidCancel` that finishes the operation is enough for the finish.)
-    @Test func regression_executeRunsAfterItsFinishWasAccepted() {
-        expectNoCounterexample(
+    @Test func regression_executeRunsAfterItsFinishWasAccepted() async {
+        await expectNoCounterexample(
             in: LifecycleScope(name: "plain, execute after finish", minimumStates: 1, minimumTerminals: 1),
             checking: [.executesAfterFinishAccepted]
         )
@@ -1304,10 +1304,10 @@ private func expectNoCounterexample(in scope: LifecycleScope, checking checkedBu
     /// suspended Foundation queue then keeps A, and every other operation of A, on every queue,
     /// waits (22 steps to that state: the above, then `categoriesWereGranted()` clears it to run
     /// (`.ready`), `finish(with:)` releases A early, and the stale request is granted A again).
-    @Test func regression_grantedItsCategoryTwice() {
+    @Test func regression_grantedItsCategoryTwice() async {
         let scope = LifecycleScope(name: "exclusive, granted twice", conditions: [.answered], categories: ["A"],
                                    finishes: 1, suspensions: 1, minimumStates: 1, minimumTerminals: 1)
-        expectNoCounterexample(in: scope, checking: [.asksAgainWhileHolding])
-        expectNoCounterexample(in: scope, checking: [.keepsCategoryItWillNotUse])
+        await expectNoCounterexample(in: scope, checking: [.asksAgainWhileHolding])
+        await expectNoCounterexample(in: scope, checking: [.keepsCategoryItWillNotUse])
     }
 }

@@ -382,16 +382,18 @@ private struct SchedulerModel {
 
     /// Serial, two slots, and Foundation's default (no limit).
     @Test(arguments: [1, 2, -1])
-    func everyOrderOfEvents_keepsTheSchedulingInvariants(width: Int) {
+    func everyOrderOfEvents_keepsTheSchedulingInvariants(width: Int) async {
         var total = 0
         for scope in Self.scopes {
-            let report = exploreEveryOrder(
-                from: SchedulerModel(scope.needs, width: width, suspensions: scope.suspensions),
-                events: \.possibleEvents,
-                key: \.key,
-                check: { $0.checkInvariants($1) },
-                checkTerminal: { $0.checkTerminal($1) }
-            )
+            let report = await offThePool {
+                exploreEveryOrder(
+                    from: SchedulerModel(scope.needs, width: width, suspensions: scope.suspensions),
+                    events: \.possibleEvents,
+                    key: \.key,
+                    check: { $0.checkInvariants($1) },
+                    checkTerminal: { $0.checkTerminal($1) }
+                )
+            }
             #expect(report.terminalStates > 0, "QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
             total += report.states
         }
