@@ -91,9 +91,11 @@ extension AsyncOperation {
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
-    /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`).
+    /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`), unless it was
+    /// added already (another condition brought it, or the user queued it).
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
         waitForConditionDependency(dependency)
+        guard dependency.looksUnused else { return } // on a queue already: a plain one would trap
         if let add, let queue = queue as? AsyncOperationQueue { // an add in flight is always one of its own
             queue.addConditionDependency(dependency, within: add)
         } else {

@@ -401,7 +401,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             return refuseAfterShutDown([dependency])
         }
         context.barrier = nil // it waits for `barriers` instead
-        if dependency.looksUnused { // one added before might be waited for by these barriers
+        if dependency.looksUnused { // again, as another thread may have added it: a barrier may wait for it then
             for barrier in barriers {
                 dependency.addDependency(barrier)
             }

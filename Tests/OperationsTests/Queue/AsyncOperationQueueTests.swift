@@ -333,6 +333,38 @@ import TestSupport
         #expect(log.all == ["late dependency", "evaluate late", "execute"])
     }
 
+    /// A dependency that two conditions bring, or that the user queued already, is added once:
+    /// the operation waits for it, and no second add is refused (a plain `OperationQueue` would
+    /// trap on one).
+    @Test(arguments: [false, true])
+    func conditionDependencyOnAQueueAlready_isWaitedFor_notAddedAgain(queuedByTheUser: Bool) {
+        // Given two conditions that bring the same dependency, held until `gate` opens
+        let log = Recorder<String>()
+        let gate = Signal()
+        let dependency = AsyncBlockOperation { _ = gate.wait(); log.append("dependency") }
+        dependency.name = uniqueName("shared condition dependency")
+        let operation = AsyncBlockOperation { log.append("execute") }
+        for _ in 0..<2 {
+            operation.addCondition(StubCondition(name: "BringsTheSharedOne", dependency: { _ in dependency }) { _, completion in
+                completion(.satisfied)
+            })
+        }
+        let queue = AsyncOperationQueue()
+        if queuedByTheUser {
+            queue.addOperation(dependency)
+        }
+
+        // When the operation is added
+        queue.addOperation(operation)
+
+        // Then it waits for the dependency, which runs once, and nothing is reported
+        gate.signal()
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency", "execute"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+        #expect(DiagnosticsLog.shared.kinds(about: dependency.name!).isEmpty)
+    }
+
     /// A condition added while its operation waits brings its dependency before the condition is
     /// evaluated, even when the operation's last dependency finishes as the condition's code
     /// runs. (The operation went on to evaluate it before the dependency was attached.)
