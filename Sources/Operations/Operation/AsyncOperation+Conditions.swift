@@ -164,8 +164,11 @@ extension AsyncOperation {
             break
         case let .finish(errors):
             finish(errors: errors)
-        case let .finishClosingCycle(dependencyName):
-            finish(with: AsyncOperationError.dependencyCycle(operation: displayName, dependency: dependencyName))
+        case .finishClosingCycle:
+            let operationName = displayName
+            withExtendedLifetime(self) {
+                perform(lifecycle.finishClosingCycle(operationName: operationName))
+            }
         case let .proceedWithoutConditions(queue, ticket):
             guard let queue else {
                 perform(lifecycle.proceedWithoutCategories())

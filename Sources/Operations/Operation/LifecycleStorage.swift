@@ -98,6 +98,7 @@ struct LifecycleStorage {
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
     func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }
     func finish(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(errors: errors) } }
+    func finishClosingCycle(operationName: String) -> OperationLifecycle.FinishAction { locked.withLock { $0.finishClosingCycle(operationName: operationName) } }
     func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction {
         let output = ProducedOutput(value) // allocated before locking; released after, if refused
         return locked.withLock { $0.finish(producing: output) }

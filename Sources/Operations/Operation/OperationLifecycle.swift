@@ -446,8 +446,8 @@ struct OperationLifecycle {
         /// No conditions: go on to hand-off, when `queue` (if any) gives the operation its turn.
         case proceedWithoutConditions(queue: AsyncOperationQueue?, ticket: UInt64)
         case finish([any Error])
-        /// Finish with `AsyncOperationError.dependencyCycle` through the named dependency.
-        case finishClosingCycle(dependencyName: String)
+        /// Finish with `AsyncOperationError.dependencyCycle`: `finishClosingCycle(operationName:)`.
+        case finishClosingCycle
     }
 
     /// What the end of an add comes to.
@@ -505,8 +505,8 @@ struct OperationLifecycle {
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
         guard case let .pending(placement, attaching) = state else { return .none }
         if isCancelled { return .finish([]) }
-        if let cycleDependencyName {
-            return .finishClosingCycle(dependencyName: cycleDependencyName)
+        if cycleDependencyName != nil {
+            return .finishClosingCycle
         }
         guard unfinishedDependencies.isEmpty, attaching == 0 else { return .none }
         if conditions.isEmpty {
@@ -1182,6 +1182,15 @@ struct OperationLifecycle {
         case deliver(observers: [any OperationObserver], errors: [any Error], mayBeHeld: Bool)
         /// Handed to Foundation but not started: it finishes when started; its categories go back now.
         case releaseCategoriesEarly(CategoriesToRelease)
+    }
+
+    /// Finishes an operation that a dependency cycle keeps from running, with
+    /// `AsyncOperationError.dependencyCycle` (its name, `operationName`, is read outside the
+    /// lock). Only the first call finishes it: two steps that advance it at once (a dependency's
+    /// finish and the end of its add, say) both ask, and the second is no duplicate finish.
+    mutating func finishClosingCycle(operationName: String) -> FinishAction {
+        guard let cycleDependencyName, !hasBegunFinishing else { return .none }
+        return finish(errors: [AsyncOperationError.dependencyCycle(operation: operationName, dependency: cycleDependencyName)])
     }
 
     mutating func finish(errors newErrors: [any Error]) -> FinishAction {

@@ -191,6 +191,32 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.phase == .evaluatingConditions && !state.isReadyForFoundation)
     }
 
+    /// Two steps that advance a pending operation at once (a dependency's finish and the end of
+    /// its add, say) both find the cycle; only the first finish counts, and the second is no
+    /// duplicate (which would report `.finishedTwice`).
+    @Test func pendingOperationClosingACycle_finishesOnce_howeverManyStepsAdvanceIt() {
+        var state = OperationLifecycle()
+        _ = state.addDependency(BlockOperation {})
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+        state.recordCycle(through: "loop", forgetting: nil)
+
+        guard case .finishClosingCycle = state.advanceIfDependenciesFinished(),
+              case .finishClosingCycle = state.advanceIfDependenciesFinished() else {
+            Issue.record("both steps must see the cycle")
+            return
+        }
+        guard case let .deliver(_, errors, _) = state.finishClosingCycle(operationName: "op") else {
+            Issue.record("the first finish must be delivered")
+            return
+        }
+        #expect(errors.map { "\($0)" } == ["\(AsyncOperationError.dependencyCycle(operation: "op", dependency: "loop"))"])
+        guard case .none = state.finishClosingCycle(operationName: "op") else {
+            Issue.record("the second finish must change nothing, and report nothing")
+            return
+        }
+    }
+
     @Test func enqueue_asksForTheTurnAsHeld_onlyWhenItWaitsForNothingKnown() {
         // Given operations with a condition: one with a dependency, one cancelled, one free
         var waiting = OperationLifecycle()
