@@ -43,14 +43,17 @@ extension AsyncOperation {
     /// if `nil`); whether it attached any. `joining`: the add of the operation to `queue`, an
     /// `AsyncOperationQueue`, still in flight: the dependencies are added as part of it.
     func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) -> Bool {
-        var attached = false
+        var attached: [ObjectIdentifier] = [] // allocates only for a condition with a dependency
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
+                // Two conditions may bring one dependency: a plain queue that started the
+                // operation would not look it up yet, and would trap on a second add.
+                guard !attached.contains(ObjectIdentifier(dependency)) else { continue }
                 addConditionDependency(dependency, to: queue, joining: add)
-                attached = true
+                attached.append(ObjectIdentifier(dependency))
             }
         }
-        return attached
+        return !attached.isEmpty
     }
 
     /// Ends its add to `queue`, which holds it now, its condition dependencies attached. Given
@@ -95,7 +98,7 @@ extension AsyncOperation {
     /// added already (another condition brought it, or the user queued it).
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
         waitForConditionDependency(dependency)
-        guard dependency.looksUnused else { return } // on a queue already: a plain one would trap
+        guard dependency.looksUnused else { return } // on a queue already, or finished
         if let add, let queue = queue as? AsyncOperationQueue { // an add in flight is always one of its own
             queue.addConditionDependency(dependency, within: add)
         } else {
@@ -113,7 +116,7 @@ extension AsyncOperation {
     /// operation is cancelled before `dependency` finishes, the barrier may run beside it.)
     private func attachDependency(_ dependency: Operation, as attachment: OperationLifecycle.ConditionDependencyAttachment) {
         let waits = waitForConditionDependency(dependency)
-        guard dependency.looksUnused else { return } // on a queue already: a plain one would trap
+        guard dependency.looksUnused else { return } // on a queue already, or finished
         switch (attachment.queue, waits) {
         case let (queue?, .waits), let (queue?, .waitsAlready):
             queue.addConditionDependency(dependency, waitingFor: attachment.barriers)

@@ -819,6 +819,33 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: name).isEmpty)
     }
 
+    /// Two conditions that bring one dependency, on an operation a plain queue starts: the
+    /// dependency goes to that queue once (Foundation traps on a second add of an operation it
+    /// has not started yet).
+    @Test(arguments: [false, true])
+    func onPlainQueue_aDependencyTwoConditionsBring_isAddedOnce(plainDependency: Bool) {
+        // Given an operation with two conditions that bring the same dependency
+        let log = Recorder<String>()
+        let dependency: Operation = plainDependency
+            ? BlockOperation { log.append("dependency") }
+            : AsyncBlockOperation { log.append("dependency") }
+        let operation = AsyncBlockOperation { log.append("operation") }
+        for _ in 0..<2 {
+            operation.addCondition(StubCondition(name: "BringsTheSharedOne", dependency: { _ in dependency }) { _, completion in
+                completion(.satisfied)
+            })
+        }
+
+        // When a plain queue runs it
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+
+        // Then the dependency runs once, on that queue, before the operation
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency", "operation"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     /// Adds `operation` to a serial plain queue, followed by a sentinel that can only run first if
     /// `operation` waits; then lets `dependency` run, and checks `operation` ran after it.
     private func runOnPlainQueue(_ operation: AsyncOperation, after dependency: Operation, log: Recorder<String>) {
