@@ -43,14 +43,16 @@ extension AsyncOperation {
     /// if `nil`); whether it attached any. `joining`: the add of the operation to `queue`, an
     /// `AsyncOperationQueue`, still in flight: the dependencies are added as part of it.
     func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) -> Bool {
-        var attached: [ObjectIdentifier] = [] // allocates only for a condition with a dependency
+        // Kept alive, not only identified: a dependency freed meanwhile could leave its address
+        // to the next condition's.
+        var attached = SmallArray<Operation>()
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
                 // Two conditions may bring one dependency: a plain queue that started the
                 // operation would not look it up yet, and would trap on a second add.
-                guard !attached.contains(ObjectIdentifier(dependency)) else { continue }
+                guard !attached.contains(where: { $0 === dependency }) else { continue }
                 addConditionDependency(dependency, to: queue, joining: add)
-                attached.append(ObjectIdentifier(dependency))
+                attached.append(dependency)
             }
         }
         return !attached.isEmpty

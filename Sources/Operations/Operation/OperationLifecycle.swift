@@ -1189,7 +1189,7 @@ struct OperationLifecycle {
     /// lock). Only the first call finishes it: two steps that advance it at once (a dependency's
     /// finish and the end of its add, say) both ask, and the second is no duplicate finish.
     mutating func finishClosingCycle(operationName: String) -> FinishAction {
-        guard let cycleDependencyName, !hasBegunFinishing else { return .none }
+        guard case .pending = state, let cycleDependencyName else { return .none }
         return finish(errors: [AsyncOperationError.dependencyCycle(operation: operationName, dependency: cycleDependencyName)])
     }
 

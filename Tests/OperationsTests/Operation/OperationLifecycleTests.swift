@@ -195,17 +195,20 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     /// its add, say) both find the cycle; only the first finish counts, and the second is no
     /// duplicate (which would report `.finishedTwice`).
     @Test func pendingOperationClosingACycle_finishesOnce_howeverManyStepsAdvanceIt() {
+        // Given a pending operation whose dependency closes a cycle
         var state = OperationLifecycle()
         _ = state.addDependency(BlockOperation {})
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing(attached: 0)
         state.recordCycle(through: "loop", forgetting: nil)
 
+        // When two steps advance it at once, and both finish it through the cycle
         guard case .finishClosingCycle = state.advanceIfDependenciesFinished(),
               case .finishClosingCycle = state.advanceIfDependenciesFinished() else {
             Issue.record("both steps must see the cycle")
             return
         }
+        // Then the first finish is delivered, with the cycle's error, and the second is nothing
         guard case let .deliver(_, errors, _) = state.finishClosingCycle(operationName: "op") else {
             Issue.record("the first finish must be delivered")
             return
