@@ -55,8 +55,9 @@ extension AsyncOperation {
     /// counted as unfinished.
     func recordCycle(through dependency: Operation, forgetting id: ObjectIdentifier? = nil) {
         let name = dependency.displayName
-        lifecycle.recordCycle(through: name, forgetting: id)
+        let action = lifecycle.recordCycle(through: name, forgetting: id)
         OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
+        advance(action)
     }
 
     /// Whether `self` can be reached from `dependency` through unfinished dependencies.

@@ -95,13 +95,16 @@ extension OperationLifecycle {
     // MARK: - Events
 
     /// A dependency closes a dependency cycle; `id` is its identity if it was just counted as
-    /// unfinished (then it is not waited for).
-    mutating func recordCycle(through name: String, forgetting id: ObjectIdentifier?) {
+    /// unfinished (then it is not waited for). An operation that waits for its dependencies
+    /// finishes now: the dependency it waited for last may have finished while this one was
+    /// counted, and no other step would move it on.
+    mutating func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> AdvanceAction {
         if let id {
             dependencyClosesCycle(id, name: name)
         } else {
             recordCycle(through: name)
         }
+        return advanceIfDependenciesFinished()
     }
 
     /// What beginning a condition evaluation asks of the operation.

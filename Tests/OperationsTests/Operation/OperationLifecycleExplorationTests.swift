@@ -19,11 +19,15 @@ import TestSupport
 //
 // What the model leaves out: timeouts and dropped condition handlers, the dependencies that
 // conditions bring (only the wait for one of a condition added while the operation waits is in:
-// `conditionWhileWaiting`), cycles, serial queues, groups' children (a held finish is delivered by one owed event), and
-// several categories (one category "A", which another operation may hold at first).
+// `conditionWhileWaiting`), cycles other than a dependency that closes one while the operation
+// is added or waits (`cycle`), serial queues, groups' children (a held finish is delivered by one
+// owed event), and several categories (one category "A", which another operation may hold at
+// first).
 //
 // Two engine bugs it found (now fixed) are pinned down by the `regression_` tests at the end, with
-// the shortest sequences that broke them; every scope checks their rules too.
+// the shortest sequences that broke them; every scope checks their rules too. A third, an
+// operation that never finished when its last dependency finished while a dependency closing a
+// cycle was being added, is pinned down by the `cycle` scope.
 
 // MARK: - Scopes
 
@@ -47,6 +51,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// A condition is added while it waits for its dependencies; its own dependency is attached
     /// some time later (`conditionDependencyAttached()`).
     var conditionWhileWaiting = false
+    /// A dependency that closes a cycle is added while it is being added or waits:
+    /// `addDependency`, then, in a step of its own, `recordCycle(through:forgetting:)`.
+    var cycle = false
     /// Another operation holds the category at first (and lets go of it some time).
     var contended = false
     /// A subclass that holds back a finish without execution (as a group does) and delivers it later.
@@ -105,6 +112,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
         LifecycleScope(name: "a condition added while it waits for its dependency", conditions: [.answered],
                        dependency: true, conditionWhileWaiting: true, finishes: 2, suspensions: 1,
                        minimumStates: 100_000, minimumTerminals: 230),
+        LifecycleScope(name: "a dependency closing a cycle, added while it waits", conditions: [.answered],
+                       dependency: true, cycle: true, finishes: 1, suspensions: 1,
+                       minimumStates: 40_000, minimumTerminals: 90),
     ]
 }
 
@@ -225,6 +235,10 @@ private enum Step: Hashable {
     /// name no category): finishing the add begins the evaluation.
     case finishEnqueuingHoldingTurn
     case advance(Advance)
+    /// The dependency just added closes a cycle: it is not waited for, and the operation finishes.
+    case recordCycle
+    /// `finishClosingCycle(operationName:)`, as `.finishClosingCycle` asks.
+    case finishClosingCycle
     /// The evaluation begins; `takingTurn`: in one step with taking the turn its queue gave it.
     case evaluate(takingTurn: Bool)
     /// Answers given at once before a condition evaluated the usual way was handed out.
@@ -290,6 +304,7 @@ private struct World {
     var lateDependencyFinished = false
     var lateConditionAdded = false
     var lateConditionAttached = false
+    var cycleAdded = false
     var answersOwed: [Int] = []
     var satisfiedConditions: Set<Int> = []
     var answeredOnce: Set<Int> = []
@@ -353,7 +368,7 @@ private struct World {
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
-            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionAttached, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
+            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionAttached, cycleAdded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
@@ -413,6 +428,7 @@ private struct Explorer {
     let queue: AsyncOperationQueue
     let dependency = BlockOperation {}
     let lateDependency = BlockOperation {}
+    let cycleDependency = BlockOperation {}
 
     init(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug>) {
         self.scope = scope
@@ -502,6 +518,14 @@ private struct Explorer {
                 guard case .addedWhileWaiting = added else {
                     world.violate("a condition added while it waits was answered \(added), not .addedWhileWaiting")
                     return
+                }
+            }
+        }
+        if scope.cycle && !world.cycleAdded && [.enqueuing, .pending].contains(world.life.phase) {
+            event("a dependency closing a cycle is added") { world in
+                world.cycleAdded = true
+                if case .added = world.life.addDependency(cycleDependency) {
+                    world.spawn([.recordCycle])
                 }
             }
         }
@@ -751,8 +775,10 @@ private struct Explorer {
 
         case let .advance(action):
             switch action {
-            case .none, .closeCycle:
+            case .none:
                 return []
+            case .closeCycle:
+                return [.finishClosingCycle]
             case let .finish(errors):
                 return [.finish(errors: errors)]
             case let .evaluate(onQueue), let .proceed(onQueue):
@@ -932,6 +958,13 @@ private struct Explorer {
             }
             if !scope.categories.isEmpty && !world.weHold { world.violate("execute() called without holding its category") }
             return [.finishAfterExecuting] // the work is done some time: the subclass finishes
+
+        case .recordCycle:
+            let action = world.life.recordCycle(through: "cycle", forgetting: ObjectIdentifier(cycleDependency))
+            return [.advance(Advance(action))]
+
+        case .finishClosingCycle:
+            return [.perform(Finish(world.life.finishClosingCycle(operationName: "op")))]
 
         case .finishAfterExecuting:
             return [.perform(Finish(world.life.finish(errors: [])))]

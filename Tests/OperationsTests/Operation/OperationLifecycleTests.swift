@@ -195,15 +195,14 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     /// its add, say) both find the cycle; only the first finish counts, and the second is no
     /// duplicate (which would report `.finishedTwice`).
     @Test func pendingOperationClosingACycle_finishesOnce_howeverManyStepsAdvanceIt() {
-        // Given a pending operation whose dependency closes a cycle
+        // Given a pending operation, waiting for a dependency
         var state = OperationLifecycle()
         _ = state.addDependency(BlockOperation {})
         _ = state.enqueue(on: queue, ticket: 1)
         _ = state.finishEnqueuing(attached: 0)
-        state.recordCycle(through: "loop", forgetting: nil)
 
-        // When two steps advance it at once, and both finish it through the cycle
-        guard case .finishClosingCycle = state.advanceIfDependenciesFinished(),
+        // When the cycle is recorded, and a dependency's finish advances it at the same time
+        guard case .finishClosingCycle = state.recordCycle(through: "loop", forgetting: nil),
               case .finishClosingCycle = state.advanceIfDependenciesFinished() else {
             Issue.record("both steps must see the cycle")
             return
