@@ -140,6 +140,12 @@ public struct StubCondition: OperationCondition {
         StubCondition(name: name) { _, completion in completion(.satisfied) }
     }
 
+    /// Brings `dependency` (the same operation each time it is asked), and answers `.satisfied`
+    /// at once.
+    public static func satisfied(bringing dependency: Operation, name: String = "BringsADependency") -> StubCondition {
+        StubCondition(name: name, dependency: { _ in dependency }) { _, completion in completion(.satisfied) }
+    }
+
     /// Answers `.failed(error)` at once.
     public static func failing(_ error: any Error, name: String = "Failing") -> StubCondition {
         StubCondition(name: name) { _, completion in completion(.failed(error)) }

@@ -96,8 +96,8 @@ extension AsyncOperation {
     }
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
-    /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`), unless it was
-    /// added already (another condition brought it, or the user queued it).
+    /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`), unless it is
+    /// on a queue already, or finished (`looksUnused`).
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
         waitForConditionDependency(dependency)
         guard dependency.looksUnused else { return } // on a queue already, or finished

@@ -41,8 +41,8 @@ public protocol OperationCondition: Sendable {
     /// the conditions `operation` has when it is added brought it. One waiting on a plain
     /// `OperationQueue` cannot be told apart from an unused one: a condition added later that
     /// brings it again would make that queue trap, so return such an operation from one
-    /// condition only. An operation started by hand adds it to the queue that started it, if any, or else
-    /// to a queue of the package's own.
+    /// condition only. An operation started by hand adds it to the queue that started it, if
+    /// any, or else to a queue of the package's own.
     ///
     /// For a condition added while `operation` waits for its dependencies, `operation` does not
     /// go on until this returns: do not wait here for `operation` to finish.

@@ -831,9 +831,7 @@ import TestSupport
             : AsyncBlockOperation { log.append("dependency") }
         let operation = AsyncBlockOperation { log.append("operation") }
         for _ in 0..<2 {
-            operation.addCondition(StubCondition(name: "BringsTheSharedOne", dependency: { _ in dependency }) { _, completion in
-                completion(.satisfied)
-            })
+            operation.addCondition(StubCondition.satisfied(bringing: dependency))
         }
 
         // When a plain queue runs it

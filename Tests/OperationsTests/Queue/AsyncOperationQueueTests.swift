@@ -345,9 +345,7 @@ import TestSupport
         dependency.name = uniqueName("shared condition dependency")
         let operation = AsyncBlockOperation { log.append("execute") }
         for _ in 0..<2 {
-            operation.addCondition(StubCondition(name: "BringsTheSharedOne", dependency: { _ in dependency }) { _, completion in
-                completion(.satisfied)
-            })
+            operation.addCondition(StubCondition.satisfied(bringing: dependency))
         }
         let queue = AsyncOperationQueue()
         if queuedByTheUser {

@@ -90,7 +90,7 @@ import TestSupport
 
         // When a condition that brings a dependency is added to the waiting operation
         let dependency = AsyncBlockOperation { events.append("dependency") }
-        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
         let later = AsyncBlockOperation { events.append("later") }
         queue.addOperation(later)
 
@@ -116,7 +116,7 @@ import TestSupport
 
         // When a condition that brings a dependency is added to the waiting operation
         let dependency = AsyncBlockOperation { events.append("dependency") }
-        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
 
         // Then the dependency waits for the barrier, and they and the operation run in order
         #expect(dependency.dependencies.contains { $0.name == "barrier" && !$0.isFinished })
@@ -139,7 +139,7 @@ import TestSupport
 
         // When a condition that brings a dependency is added to the waiting operation
         let dependency = AsyncBlockOperation { events.append("dependency") }
-        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
 
         // Then the dependency waits for the first barrier only, and all run in order
         let barriersOfTheOperation = operation.dependencies.filter { $0 !== dependency }.map(ObjectIdentifier.init)
@@ -166,8 +166,8 @@ import TestSupport
 
         // When two conditions that bring the same dependency are added to the waiting operation
         let dependency = AsyncBlockOperation { events.append("dependency") }
-        operation.addCondition(Self.condition(bringing: dependency))
-        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
 
         // Then it runs once, between the barriers, before the operation
         gate.signal()
@@ -185,7 +185,7 @@ import TestSupport
 
         // When a condition that brings a plain dependency is added to the waiting operation
         let dependency = BlockOperation { events.append("dependency") }
-        operation.addCondition(Self.condition(bringing: dependency))
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
 
         // Then it runs at once, and the operation and the barrier after it
         #expect(waitUntilFinished([dependency]))
@@ -224,14 +224,8 @@ import TestSupport
     /// and the cycle check failed it.)
     @Test func operationAddedAgainAfterABarrier_isLeftAsItWas_andRuns() {
         // Given an operation waiting on a queue for a first one, and a barrier placed after both
-        let queue = AsyncOperationQueue()
-        let events = Recorder<String>()
-        let gate = Signal()
-        let first = AsyncBlockOperation { _ = gate.wait(); events.append("first") }
-        let operation = AsyncBlockOperation { events.append("operation") }
-        operation.addDependency(first)
-        queue.addOperations([first, operation], waitUntilFinished: false)
-        queue.addBarrierBlock { events.append("barrier") }
+        let setting = OperationWaitingBeforeABarrier()
+        let (queue, events, gate, operation) = (setting.queue, setting.events, setting.gate, setting.operation)
 
         // When it is added again
         queue.addOperation(operation)
@@ -249,13 +243,6 @@ import TestSupport
         let ran = Signal()
         queue.addBarrierBlock { ran.signal() }
         #expect(ran.wait())
-    }
-
-    /// A condition that brings `dependency` and is satisfied.
-    private static func condition(bringing dependency: Operation) -> StubCondition {
-        StubCondition(name: "BringsADependency", dependency: { _ in dependency }) { _, completion in
-            completion(.satisfied)
-        }
     }
 }
 
