@@ -43,19 +43,14 @@ extension AsyncOperation {
     /// if `nil`); whether it attached any. `joining`: the add of the operation to `queue`, an
     /// `AsyncOperationQueue`, still in flight: the dependencies are added as part of it.
     func attachConditionDependencies(_ conditions: [any OperationCondition], to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight? = nil) -> Bool {
-        // Kept alive, not only identified: a dependency freed meanwhile could leave its address
-        // to the next condition's.
-        var attached = SmallArray<Operation>()
+        var attachedAny = false
         for index in conditions.indices { // by index: each condition is read in place, not copied out
             if let dependency = conditions[index].dependency(for: self) {
-                // Two conditions may bring one dependency: a plain queue that started the
-                // operation would not look it up yet, and would trap on a second add.
-                guard !attached.contains(where: { $0 === dependency }) else { continue }
                 addConditionDependency(dependency, to: queue, joining: add)
-                attached.append(dependency)
+                attachedAny = true
             }
         }
-        return !attached.isEmpty
+        return attachedAny
     }
 
     /// Ends its add to `queue`, which holds it now, its condition dependencies attached. Given
@@ -97,10 +92,11 @@ extension AsyncOperation {
 
     /// Makes the operation wait for `dependency`, which a condition produced, and adds it to
     /// `queue`, as part of `add` if it is given (`waitForConditionDependency(_:)`), unless it is
-    /// on a queue already, or finished (`looksUnused`).
+    /// on a queue already, or finished (`looksUnused`), or another condition brought it.
     private func addConditionDependency(_ dependency: Operation, to queue: OperationQueue?, joining add: AsyncOperationQueue.AddInFlight?) {
-        waitForConditionDependency(dependency)
-        guard dependency.looksUnused else { return } // on a queue already, or finished
+        guard waitForConditionDependency(dependency) != .broughtBefore, dependency.looksUnused else {
+            return // another condition brought it, or it is on a queue already, or finished
+        }
         if let add, let queue = queue as? AsyncOperationQueue { // an add in flight is always one of its own
             queue.addConditionDependency(dependency, within: add)
         } else {
@@ -109,8 +105,8 @@ extension AsyncOperation {
     }
 
     /// Makes the operation, which waits for its dependencies, wait for `dependency` too, which a
-    /// condition added meanwhile produced, and adds it where `attachment` says, unless it was
-    /// added already (another condition brought it, say). On a queue of ours it counts as added
+    /// condition added meanwhile produced, and adds it where `attachment` says, unless another
+    /// condition brought it, or it is on a queue already. On a queue of ours it counts as added
     /// with the operation: it waits for the barriers the operation waits for, not for one placed
     /// since, which waits for the operation and so, while the operation waits for it, for
     /// `dependency` too. If it closes a cycle, or the operation finished meanwhile, it is added as
@@ -118,16 +114,19 @@ extension AsyncOperation {
     /// operation is cancelled before `dependency` finishes, the barrier may run beside it.)
     private func attachDependency(_ dependency: Operation, as attachment: OperationLifecycle.ConditionDependencyAttachment) {
         let waits = waitForConditionDependency(dependency)
-        guard dependency.looksUnused else { return } // on a queue already, or finished
-        switch (attachment.queue, waits) {
-        case let (queue?, .waits), let (queue?, .waitsAlready):
-            queue.addConditionDependency(dependency, waitingFor: attachment.barriers)
-        case let (queue?, .doesNotWait):
-            queue.addOperation(dependency)
-        case (nil, _):
+        guard waits != .broughtBefore, dependency.looksUnused else {
+            return // another condition brought it, or it is on a queue already, or finished
+        }
+        guard let queue = attachment.queue else {
             // Started by hand: as the dependencies of its first conditions, this one goes to
             // the queue that started it, if any.
             (attachment.startedBy ?? engine.fallbackQueue).addOperation(dependency)
+            return
+        }
+        if waits == .doesNotWait {
+            queue.addOperation(dependency)
+        } else {
+            queue.addConditionDependency(dependency, waitingFor: attachment.barriers)
         }
     }
 
@@ -135,23 +134,31 @@ extension AsyncOperation {
     enum ConditionDependencyWait {
         /// It waits for it now.
         case waits
-        /// It waited for it already (another condition brought it, or the user added it).
+        /// It waited for it already (the user added it too).
         case waitsAlready
         /// It does not: the dependency closes a cycle, or the operation is past waiting.
         case doesNotWait
+        /// Another condition of the operation brought it: nothing more to do.
+        case broughtBefore
     }
 
-    /// Makes the operation wait for `dependency`, which a condition produced. A dependency that
-    /// would close a cycle is diagnosed as `addDependency(_:)` does: the operation finishes with
-    /// `AsyncOperationError.dependencyCycle` instead of waiting forever.
-    @discardableResult
+    /// Makes the operation wait for `dependency`, which a condition produced, unless another
+    /// condition brought it. A dependency that would close a cycle is diagnosed as
+    /// `addDependency(_:)` does: the operation finishes with `AsyncOperationError.dependencyCycle`
+    /// instead of waiting forever.
     private func waitForConditionDependency(_ dependency: Operation) -> ConditionDependencyWait {
-        if dependency === self || dependencyWouldCloseCycle(dependency) {
+        if dependency === self {
             recordCycle(through: dependency)
             return .doesNotWait
         }
-        switch lifecycle.addDependency(dependency) {
-        case .added:
+        switch lifecycle.addConditionDependency(dependency) {
+        case .broughtBefore:
+            return .broughtBefore
+        case let .added(hasLiveDependents):
+            if dependencyWouldCloseCycle(dependency, hasLiveDependents: hasLiveDependents) {
+                recordCycle(through: dependency, forgetting: ObjectIdentifier(dependency))
+                return .doesNotWait
+            }
             startWaiting(for: dependency)
             return .waits
         case .alreadyThere:

@@ -47,6 +47,7 @@ struct LifecycleStorage {
     func addDependency(_ operation: Operation) -> OperationLifecycle.DependencyAddition { locked.withLock { $0.addDependency(operation) } }
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> OperationLifecycle.AdvanceAction { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
+    func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
     func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.ConditionAddition { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }

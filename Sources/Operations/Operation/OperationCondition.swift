@@ -37,12 +37,13 @@ public protocol OperationCondition: Sendable {
     /// `operation` (and so for the dependency, unless `operation` is cancelled first). The queue
     /// adds it directly, so an override of `addOperation(_:)` does not see it (its delegate's
     /// `willAdd` does), unless `operation` no longer waits for it. A dependency is not added
-    /// again if it is on one of the package's queues, or running, or finished, or if another of
-    /// the conditions `operation` has when it is added brought it. One waiting on a plain
-    /// `OperationQueue` cannot be told apart from an unused one: a condition added later that
-    /// brings it again would make that queue trap, so return such an operation from one
-    /// condition only. An operation started by hand adds it to the queue that started it, if
-    /// any, or else to a queue of the package's own.
+    /// again if it is on one of the package's queues, or running, or finished, or if another
+    /// condition of `operation` brought it (added with this one or before it), so one dependency
+    /// may serve several conditions of an operation. One that a plain `OperationQueue` holds and
+    /// has not started cannot be told apart from an unused one: returned for two operations (or
+    /// again after `removeDependency(_:)`), it would be added twice, and that queue traps, so
+    /// give it to one operation's conditions only. An operation started by hand adds it to the
+    /// queue that started it, if any, or else to a queue of the package's own.
     ///
     /// For a condition added while `operation` waits for its dependencies, `operation` does not
     /// go on until this returns: do not wait here for `operation` to finish.

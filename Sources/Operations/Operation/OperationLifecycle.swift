@@ -155,8 +155,12 @@ struct OperationLifecycle {
     private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
     /// Operations waiting for this one to finish.
     private(set) var dependents = SmallArray<WeakFinishWatcher>()
+    /// The dependency that closes a cycle, and those its conditions brought (`nil` until either
+    /// is recorded, as for most operations): each dependency a condition brings is attached once,
+    /// however many conditions bring it, until the operation finishes.
+    private var dependencyRecords: DependencyRecords?
     /// The dependency that closes a dependency cycle, if one was detected.
-    private(set) var cycleDependencyName: String?
+    var cycleDependencyName: String? { dependencyRecords?.cycleDependencyName }
     /// An `AsyncBlockOperation`'s block through its one call, from its creation until its finish
     /// (see "The block" below); `nil` for other operations.
     private(set) var block: BlockInvocation?
@@ -571,11 +575,43 @@ struct OperationLifecycle {
         return .added(hasLiveDependents: hasLiveDependents)
     }
 
+    /// What a dependency that a condition brought comes to.
+    enum ConditionDependencyAddition: Equatable {
+        /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle), and add
+        /// it to a queue unless it is on one.
+        case added(hasLiveDependents: Bool)
+        /// The user added it: it is waited for already; add it to a queue unless it is on one.
+        case alreadyThere
+        /// Another condition of the operation brought it, and it was attached then: leave it. A
+        /// second add could make a plain queue trap, which holds it and has not started it: that
+        /// cannot be told apart from an unused operation.
+        case broughtBefore
+        /// Too late to wait for it (the operation is finishing): add it to a queue unless it is
+        /// on one, as any operation is added.
+        case tooLate
+    }
+
+    /// A condition brought `operation` (from `dependency(for:)`): recorded, so that the next
+    /// condition to bring it, added with this one or later, leaves it as it is, and added as a
+    /// dependency, in the same step.
+    mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
+        let records = dependencyRecords ?? DependencyRecords()
+        guard !records.broughtByCondition(operation) else { return .broughtBefore }
+        if phase != .finished { // a finished operation holds on to nothing more
+            dependencyRecords = records.bringing(operation)
+        }
+        switch addDependency(operation) {
+        case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
+        case .alreadyThere: return .alreadyThere
+        case .tooLate: return .tooLate
+        }
+    }
+
     /// The dependency `id`, just added, would close a dependency cycle: it is not waited for,
     /// and the operation finishes with `AsyncOperationError.dependencyCycle` through it.
     mutating func dependencyClosesCycle(_ id: ObjectIdentifier, name: String) {
         unfinishedDependencies.removeAll { $0 == id }
-        cycleDependencyName = name
+        recordCycle(through: name)
     }
 
     /// What removing a dependency asks of the operation.
@@ -589,6 +625,9 @@ struct OperationLifecycle {
     mutating func removeDependency(_ operation: Operation) -> Removal {
         let id = ObjectIdentifier(operation)
         dependencies.removeAll { $0 === operation }
+        if let records = dependencyRecords, records.broughtByCondition(operation) {
+            dependencyRecords = records.forgetting(operation) // brought again, it is attached again
+        }
         let watcher = dependencyWatchers[id]
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
@@ -614,7 +653,7 @@ struct OperationLifecycle {
     }
 
     mutating func recordCycle(through dependencyName: String) {
-        cycleDependencyName = dependencyName
+        dependencyRecords = (dependencyRecords ?? DependencyRecords()).closingCycle(through: dependencyName)
     }
 
     /// Takes the dependencies out, for an operation being deallocated to release iteratively.
@@ -1321,6 +1360,8 @@ struct OperationLifecycle {
         var errors: [any Error]
         /// Failures of an evaluation the finish cut short (it was cancelled meanwhile).
         var discardedFailures: [any Error]
+        /// The dependencies its conditions brought, held until now.
+        var dependencyRecords: DependencyRecords?
     }
 
     mutating func completeFinish() -> Remains {
@@ -1340,7 +1381,8 @@ struct OperationLifecycle {
             queue: Self.take(&queue, leaving: nil),
             categoryLockGate: Self.take(&categoryLockGate, leaving: nil),
             errors: errors,
-            discardedFailures: Self.take(&conditionFailures, leaving: [])
+            discardedFailures: Self.take(&conditionFailures, leaving: []),
+            dependencyRecords: Self.take(&dependencyRecords, leaving: nil)
         )
         state = .finished(placement)
         awaited = ConditionIndexSet()

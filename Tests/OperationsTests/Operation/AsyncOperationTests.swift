@@ -844,6 +844,64 @@ import TestSupport
         #expect(operation.errors.isEmpty, "\(operation.errors)")
     }
 
+    /// A condition added while the operation waits, bringing the dependency an earlier condition
+    /// brought, on an operation a plain queue started: that queue holds the dependency and has
+    /// not started it (it waits for a blocker), so it cannot be told apart from an unused one,
+    /// and a second add would make Foundation trap. The operation remembers what its conditions
+    /// brought, and leaves it there.
+    @Test(arguments: [false, true])
+    func onPlainQueue_aConditionAddedWhileWaiting_bringingAnEarlierOnesDependency_leavesIt(plainDependency: Bool) {
+        // Given an operation a plain queue started, waiting for a dependency its condition
+        // brought, which that queue holds but cannot start yet
+        let log = Recorder<String>()
+        let blocker = BlockOperation {}
+        let dependency: Operation = plainDependency
+            ? BlockOperation { log.append("dependency") }
+            : AsyncBlockOperation { log.append("dependency") }
+        dependency.addDependency(blocker)
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+
+        // When a condition bringing the same dependency is added, and the blocker finishes
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        plainQueue.addOperation(blocker)
+
+        // Then the dependency runs once, before the operation, and nothing is reported
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency", "operation"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
+    /// A condition whose `dependency(for:)` adds another condition bringing the same dependency,
+    /// on an operation a plain queue starts: the condition added during the add is attached
+    /// before the add ends, and leaves the dependency as the first attached it.
+    @Test(arguments: [false, true])
+    func onPlainQueue_aConditionAddedDuringTheAdd_bringingTheSameDependency_leavesIt(plainDependency: Bool) {
+        // Given an operation whose condition, as it brings a dependency, adds a second condition
+        // that brings it too
+        let log = Recorder<String>()
+        let dependency: Operation = plainDependency
+            ? BlockOperation { log.append("dependency") }
+            : AsyncBlockOperation { log.append("dependency") }
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition(name: "AddsASecond", dependency: { operation in
+            operation.addCondition(StubCondition.satisfied(bringing: dependency))
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+
+        // When a plain queue runs it
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+
+        // Then the dependency runs once, before the operation
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency", "operation"])
+        #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
     /// Adds `operation` to a serial plain queue, followed by a sentinel that can only run first if
     /// `operation` waits; then lets `dependency` run, and checks `operation` ran after it.
     private func runOnPlainQueue(_ operation: AsyncOperation, after dependency: Operation, log: Recorder<String>) {

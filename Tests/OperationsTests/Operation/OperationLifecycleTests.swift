@@ -463,13 +463,40 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(conditions.count == 1 && ticket == 1)
     }
 
+    /// A dependency conditions bring is added once, however many bring it, until it is removed;
+    /// the lifecycle holds it until it finishes, then lets go of it.
+    @Test func conditionDependency_isAddedOnce_untilRemoved_andLetGoOfAtTheFinish() {
+        // Given a lifecycle whose condition brought a dependency
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+
+        // Then another condition bringing it leaves it, until it is removed
+        #expect(state.addConditionDependency(dependency) == .broughtBefore)
+        #expect(state.addConditionDependency(BlockOperation {}) == .added(hasLiveDependents: false))
+        _ = state.removeDependency(dependency)
+        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+
+        // And one the user added is there already, but not brought before
+        let usersOwn = BlockOperation {}
+        _ = state.addDependency(usersOwn)
+        #expect(state.addConditionDependency(usersOwn) == .alreadyThere)
+
+        // And once it finishes, it holds none of them
+        _ = state.finish(errors: [])
+        let remains = state.completeFinish()
+        #expect(remains.dependencyRecords?.conditionDependencies.count == 3)
+        #expect(state.addConditionDependency(dependency) == .tooLate)
+        #expect(state.addConditionDependency(dependency) == .tooLate, "a finished operation records nothing")
+    }
+
     /// Every operation carries a lifecycle (a chain of a million of them included), and its size
     /// depends on the order its fields are declared in: a field moved carelessly adds padding.
     @Test func theLifecycle_staysSmall() {
         guard MemoryLayout<Int>.size == 8 else { return } // the sizes below are those of 64-bit platforms
         #expect(MemoryLayout<OperationLifecycle.Placement>.size == 18)
         #expect(MemoryLayout<OperationLifecycle.ConditionEvaluation>.size == 8)
-        #expect(MemoryLayout<OperationLifecycle>.size <= 264)
+        #expect(MemoryLayout<OperationLifecycle>.size <= 256)
     }
 
     /// Taking the turn and beginning the evaluation are one step: the conditions are handed out

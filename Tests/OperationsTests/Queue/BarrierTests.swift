@@ -151,9 +151,9 @@ import TestSupport
         #expect(dependency.errors.isEmpty, "\(dependency.errors)")
     }
 
-    /// Two conditions that bring the same dependency: the second add is refused (the dependency is
-    /// on the queue already) and changes nothing, so the dependency does not come to wait for the
-    /// barrier placed after its operation (which would close a cycle through it).
+    /// Two conditions that bring the same dependency: the second leaves it as the first attached
+    /// it, so the dependency does not come to wait for the barrier placed after its operation
+    /// (which would close a cycle through it).
     @Test func twoConditionsAddedWhileTheirOperationWaits_bringingOneDependency_runItOnce() {
         // Given a barrier that holds on, an operation added after it, and a second barrier
         let queue = AsyncOperationQueue()

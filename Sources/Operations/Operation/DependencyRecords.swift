@@ -1,0 +1,40 @@
+import Foundation
+
+/// What a few operations record about their dependencies, behind one reference so that every
+/// other operation's lifecycle carries a single word for it: the dependency that closes a cycle,
+/// and the dependencies its conditions brought.
+///
+/// Immutable: the lifecycle is a value (the explorations copy it to try each next step), so a
+/// change makes a new record rather than changing one that a copy shares.
+final class DependencyRecords: Sendable {
+    /// The dependency that closes a dependency cycle, if one was detected.
+    let cycleDependencyName: String?
+    /// The dependencies the operation's conditions brought. Held, not only identified: a
+    /// dependency freed meanwhile could leave its address to the next one a condition brings.
+    let conditionDependencies: [Operation]
+
+    init(cycleDependencyName: String? = nil, conditionDependencies: [Operation] = []) {
+        self.cycleDependencyName = cycleDependencyName
+        self.conditionDependencies = conditionDependencies
+    }
+
+    /// Whether a condition brought `operation`.
+    func broughtByCondition(_ operation: Operation) -> Bool {
+        conditionDependencies.contains { $0 === operation }
+    }
+
+    /// These records, with `name` as the dependency that closes a cycle.
+    func closingCycle(through name: String) -> DependencyRecords {
+        DependencyRecords(cycleDependencyName: name, conditionDependencies: conditionDependencies)
+    }
+
+    /// These records, with `operation` among the dependencies conditions brought.
+    func bringing(_ operation: Operation) -> DependencyRecords {
+        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies + [operation])
+    }
+
+    /// These records, without `operation` among the dependencies conditions brought.
+    func forgetting(_ operation: Operation) -> DependencyRecords {
+        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies.filter { $0 !== operation })
+    }
+}
