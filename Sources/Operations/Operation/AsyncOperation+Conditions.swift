@@ -154,8 +154,10 @@ extension AsyncOperation {
         switch lifecycle.addConditionDependency(dependency) {
         case .broughtBefore:
             return .broughtBefore
-        case let .added(hasLiveDependents):
-            if dependencyWouldCloseCycle(dependency, hasLiveDependents: hasLiveDependents) {
+        case .added:
+            // Always searched, as before it was added: an `AsyncOperation` dependency can lead
+            // back through a plain operation that waits for this one, which no dependent count sees.
+            if dependencyWouldCloseCycle(dependency) {
                 recordCycle(through: dependency, forgetting: ObjectIdentifier(dependency))
                 return .doesNotWait
             }
