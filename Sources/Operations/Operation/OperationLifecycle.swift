@@ -577,9 +577,9 @@ struct OperationLifecycle {
 
     /// What a dependency that a condition brought comes to.
     enum ConditionDependencyAddition: Equatable {
-        /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle), and add
-        /// it to a queue unless it is on one.
-        case added(hasLiveDependents: Bool)
+        /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle, which is
+        /// always searched for), and add it to a queue unless it is on one.
+        case added
         /// The user added it: it is waited for already; add it to a queue unless it is on one.
         case alreadyThere
         /// Another condition of the operation brought it, and it was attached then: leave it. A
@@ -601,7 +601,7 @@ struct OperationLifecycle {
             dependencyRecords = records.bringing(operation)
         }
         switch addDependency(operation) {
-        case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
+        case .added: return .added
         case .alreadyThere: return .alreadyThere
         case .tooLate: return .tooLate
         }

@@ -469,13 +469,13 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         // Given a lifecycle whose condition brought a dependency
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency) == .added)
 
         // Then another condition bringing it leaves it, until it is removed
         #expect(state.addConditionDependency(dependency) == .broughtBefore)
-        #expect(state.addConditionDependency(BlockOperation {}) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(BlockOperation {}) == .added)
         _ = state.removeDependency(dependency)
-        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency) == .added)
 
         // And one the user added is there already, but not brought before
         let usersOwn = BlockOperation {}
