@@ -826,9 +826,7 @@ import TestSupport
     func onPlainQueue_aDependencyTwoConditionsBring_isAddedOnce(plainDependency: Bool) {
         // Given an operation with two conditions that bring the same dependency
         let log = Recorder<String>()
-        let dependency: Operation = plainDependency
-            ? BlockOperation { log.append("dependency") }
-            : AsyncBlockOperation { log.append("dependency") }
+        let dependency = loggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         for _ in 0..<2 {
             operation.addCondition(StubCondition.satisfied(bringing: dependency))
@@ -855,9 +853,7 @@ import TestSupport
         // brought, which that queue holds but cannot start yet
         let log = Recorder<String>()
         let blocker = BlockOperation {}
-        let dependency: Operation = plainDependency
-            ? BlockOperation { log.append("dependency") }
-            : AsyncBlockOperation { log.append("dependency") }
+        let dependency = loggedDependency(plain: plainDependency, log: log)
         dependency.addDependency(blocker)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition.satisfied(bringing: dependency))
@@ -883,9 +879,7 @@ import TestSupport
         // Given an operation whose condition, as it brings a dependency, adds a second condition
         // that brings it too
         let log = Recorder<String>()
-        let dependency: Operation = plainDependency
-            ? BlockOperation { log.append("dependency") }
-            : AsyncBlockOperation { log.append("dependency") }
+        let dependency = loggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition(name: "AddsASecond", dependency: { operation in
             operation.addCondition(StubCondition.satisfied(bringing: dependency))
@@ -900,6 +894,12 @@ import TestSupport
         #expect(waitUntilFinished([operation, dependency]))
         #expect(log.all == ["dependency", "operation"])
         #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
+    /// A dependency that logs "dependency" as it runs: a `BlockOperation`, or an
+    /// `AsyncBlockOperation` if `plain` is false.
+    private func loggedDependency(plain: Bool, log: Recorder<String>) -> Operation {
+        plain ? BlockOperation { log.append("dependency") } : AsyncBlockOperation { log.append("dependency") }
     }
 
     /// Adds `operation` to a serial plain queue, followed by a sentinel that can only run first if
