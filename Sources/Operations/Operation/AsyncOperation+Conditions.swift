@@ -154,15 +154,8 @@ extension AsyncOperation {
         switch lifecycle.addConditionDependency(dependency) {
         case .broughtBefore:
             return .broughtBefore
-        case .added:
-            // Always searched, as before it was added: an `AsyncOperation` dependency can lead
-            // back through a plain operation that waits for this one, which no dependent count sees.
-            if dependencyWouldCloseCycle(dependency) {
-                recordCycle(through: dependency, forgetting: ObjectIdentifier(dependency))
-                return .doesNotWait
-            }
-            startWaiting(for: dependency)
-            return .waits
+        case let .added(hasLiveDependents):
+            return waitForNewDependency(dependency, hasLiveDependents: hasLiveDependents) ? .waits : .doesNotWait
         case .alreadyThere:
             return .waitsAlready
         case .tooLate:

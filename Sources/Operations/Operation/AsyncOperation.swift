@@ -395,11 +395,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         case .alreadyThere:
             break
         case let .added(hasLiveDependents):
-            if dependencyWouldCloseCycle(operation, hasLiveDependents: hasLiveDependents) {
-                recordCycle(through: operation, forgetting: ObjectIdentifier(operation))
-            } else {
-                startWaiting(for: operation)
-            }
+            waitForNewDependency(operation, hasLiveDependents: hasLiveDependents)
         }
     }
 

@@ -112,6 +112,10 @@ struct OperationLifecycle {
 
     private(set) var state = State.initialized
     private(set) var isCancelled = false
+    /// Some operation it waits for, directly or through others, is not an `AsyncOperation`, or
+    /// once was (never cleared): only through such an operation, invisible to this one, can a
+    /// dependency lead back to an operation that no `AsyncOperation` waits for (a cycle).
+    private(set) var reachesPlainOperation = false
     /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
     /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
     private(set) var queue: AsyncOperationQueue?
@@ -577,9 +581,9 @@ struct OperationLifecycle {
 
     /// What a dependency that a condition brought comes to.
     enum ConditionDependencyAddition: Equatable {
-        /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle, which is
-        /// always searched for), and add it to a queue unless it is on one.
-        case added
+        /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle; see
+        /// `DependencyAddition.added`), and add it to a queue unless it is on one.
+        case added(hasLiveDependents: Bool)
         /// The user added it: it is waited for already; add it to a queue unless it is on one.
         case alreadyThere
         /// Another condition of the operation brought it, and it was attached then: leave it. A
@@ -601,7 +605,7 @@ struct OperationLifecycle {
             dependencyRecords = records.bringing(operation)
         }
         switch addDependency(operation) {
-        case .added: return .added
+        case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
         case .alreadyThere: return .alreadyThere
         case .tooLate: return .tooLate
         }
@@ -632,15 +636,20 @@ struct OperationLifecycle {
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 
-    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`.
-    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) {
+    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`:
+    /// it reaches a plain operation now. Returns the dependents to tell the same (see
+    /// `reachPlainOperation()`).
+    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) -> SmallArray<WeakFinishWatcher> {
         dependencyWatchers[id] = watcher
+        return reachPlainOperation()
     }
 
     /// What registering a finish watcher came to.
     enum Watching: Equatable {
-        /// It is told when the operation finishes.
-        case willTell
+        /// It is told when the operation finishes. `reachingPlainOperation`: this operation
+        /// reaches a plain operation (`reachesPlainOperation`), read in the same step, so a
+        /// dependent either reads it set or is among those told when it is set.
+        case willTell(reachingPlainOperation: Bool)
         /// The operation has finished already: tell it now.
         case alreadyFinished
     }
@@ -649,7 +658,16 @@ struct OperationLifecycle {
     mutating func addDependent(_ dependent: any FinishWatcher) -> Watching {
         guard phase != .finished else { return .alreadyFinished }
         dependents.append(WeakFinishWatcher(dependent))
-        return .willTell
+        return .willTell(reachingPlainOperation: reachesPlainOperation)
+    }
+
+    /// The operation waits for one that reaches a plain operation, or is one: it reaches one too.
+    /// Returns the dependents to tell the same, if this newly set it (each told once, however
+    /// many ways lead to a plain operation); none once it finished, as nothing searches it then.
+    mutating func reachPlainOperation() -> SmallArray<WeakFinishWatcher> {
+        guard !reachesPlainOperation, phase != .finished else { return SmallArray() }
+        reachesPlainOperation = true
+        return dependents
     }
 
     mutating func recordCycle(through dependencyName: String) {

@@ -23,6 +23,9 @@ struct DependencyCycleThroughConditionTests {
         /// An `AsyncOperation` that depends on another operation of the queue, which depends on
         /// the conditioned operation.
         case throughAnotherOperation
+        /// The same, the other operation a plain `BlockOperation`: nothing waits for the
+        /// conditioned operation that it can see.
+        case throughAPlainOperation
     }
 
     @Test(arguments: Shape.allCases)
@@ -32,6 +35,8 @@ struct DependencyCycleThroughConditionTests {
         let executed = Recorder<String>()
         let middle = AsyncBlockOperation { executed.append("middle") }
         middle.name = names.middle
+        let plainMiddle = BlockOperation { executed.append("middle") }
+        plainMiddle.name = names.middle
         let produced = Recorder<Operation>()
         let operation = AsyncBlockOperation { executed.append("conditioned") }
         operation.name = names.operation
@@ -47,6 +52,9 @@ struct DependencyCycleThroughConditionTests {
             case .throughAnotherOperation:
                 dependency = AsyncBlockOperation { executed.append("produced") }
                 dependency.addDependency(middle)
+            case .throughAPlainOperation:
+                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency.addDependency(plainMiddle)
             }
             dependency.name = names.produced
             produced.append(dependency)
@@ -58,6 +66,9 @@ struct DependencyCycleThroughConditionTests {
         if shape == .throughAnotherOperation {
             middle.addDependency(operation)
             added.append(middle)
+        } else if shape == .throughAPlainOperation {
+            plainMiddle.addDependency(operation)
+            added.append(plainMiddle)
         }
 
         // When it is added
@@ -77,7 +88,7 @@ struct DependencyCycleThroughConditionTests {
         #expect(!cycleErrors.isEmpty, "no operation finished with .dependencyCycle; executed \(executed.all)")
         let diagnosed = [names.operation, names.produced, names.middle].flatMap(DiagnosticsLog.shared.kinds(about:))
         #expect(diagnosed.contains(.dependencyCycle), "diagnostics: \(diagnosed)")
-        if shape == .plainDependency {
+        if shape == .plainDependency || shape == .throughAPlainOperation {
             // Only the conditioned operation can carry the error: it closed the cycle
             #expect(operation.errors.asOperationErrors.contains { if case .dependencyCycle? = $0 { true } else { false } })
             #expect(!executed.all.contains("conditioned"))

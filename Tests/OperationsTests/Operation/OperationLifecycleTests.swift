@@ -469,13 +469,13 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         // Given a lifecycle whose condition brought a dependency
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        #expect(state.addConditionDependency(dependency) == .added)
+        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
 
         // Then another condition bringing it leaves it, until it is removed
         #expect(state.addConditionDependency(dependency) == .broughtBefore)
-        #expect(state.addConditionDependency(BlockOperation {}) == .added)
+        #expect(state.addConditionDependency(BlockOperation {}) == .added(hasLiveDependents: false))
         _ = state.removeDependency(dependency)
-        #expect(state.addConditionDependency(dependency) == .added)
+        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
 
         // And one the user added is there already, but not brought before
         let usersOwn = BlockOperation {}
@@ -545,5 +545,31 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             }
             #expect(state.addDependency(first) == .alreadyThere)
         }
+    }
+
+    /// Whether an operation reaches a plain operation is told to each dependent as it registers,
+    /// or, once it comes to, returned once with the dependents to tell, until it finishes.
+    @Test func reachingAPlainOperation_isToldToDependentsOnce() {
+        // Given a lifecycle with a dependent, reaching no plain operation
+        var state = OperationLifecycle()
+        let early = AsyncBlockOperation {}
+        #expect(state.addDependent(early) == .willTell(reachingPlainOperation: false))
+
+        // When it comes to wait for a plain operation
+        let told = state.watch(ObjectIdentifier(BlockOperation {}), with: BlockOperation {})
+
+        // Then the dependent is returned to be told, once, and later dependents read it as they register
+        #expect(told.count == 1 && told.first?.object === early)
+        #expect(state.reachPlainOperation().isEmpty, "told once")
+        let late = AsyncBlockOperation {}
+        #expect(state.addDependent(late) == .willTell(reachingPlainOperation: true))
+        withExtendedLifetime(early) {}
+
+        // And a finished one tells nobody
+        var finished = OperationLifecycle()
+        _ = finished.finish(errors: [])
+        _ = finished.completeFinish()
+        #expect(finished.reachPlainOperation().isEmpty)
+        #expect(!finished.reachesPlainOperation)
     }
 }

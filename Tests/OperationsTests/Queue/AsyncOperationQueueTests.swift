@@ -1083,6 +1083,42 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: names.c) == [.dependencyCycle])
     }
 
+    /// A cycle closed through a plain operation, by an operation no `AsyncOperation` waits for:
+    /// the plain operation waiting for it is invisible to it, so it learns from its dependency
+    /// that a plain operation lies behind it, directly or (`throughAnother`) through an
+    /// `AsyncOperation` that came to depend on the plain one after its dependency depended on it.
+    @Test(arguments: [false, true])
+    func cycleThroughAPlainOperation_failsTheOperationThatClosedIt(throughAnother: Bool) {
+        // Given d depends on the plain p (or on e, which then depends on p), and p on a
+        let names = (a: uniqueName("cycle-a"), d: uniqueName("cycle-d"), e: uniqueName("cycle-e"))
+        let executed = Recorder<String>()
+        let a = AsyncBlockOperation { executed.append("a") }
+        a.name = names.a
+        let d = AsyncBlockOperation { executed.append("d") }
+        d.name = names.d
+        let e = AsyncBlockOperation { executed.append("e") }
+        e.name = names.e
+        let p = BlockOperation { executed.append("p") }
+        if throughAnother {
+            d.addDependency(e)
+            e.addDependency(p)
+        } else {
+            d.addDependency(p)
+        }
+        p.addDependency(a)
+
+        // When a then depends on d, closing the cycle, and all are added
+        a.addDependency(d)
+        let added: [Operation] = throughAnother ? [a, d, e, p] : [a, d, p]
+        AsyncOperationQueue().addOperations(added, waitUntilFinished: false)
+
+        // Then a fails without executing instead of waiting forever, and the rest runs after it
+        #expect(waitUntilFinished(added), "a silent hang: \(executed.all) executed")
+        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: names.a, dependency: names.d)])
+        #expect(executed.all == (throughAnother ? ["p", "e", "d"] : ["p", "d"]))
+        #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
+    }
+
     @Test func diamond_isNotMistakenForACycle() {
         // Given a depends on b and c, which both depend on d
         let names = (a: uniqueName("diamond-a"), b: uniqueName("diamond-b"), c: uniqueName("diamond-c"), d: uniqueName("diamond-d"))
