@@ -597,13 +597,11 @@ struct OperationLifecycle {
 
     /// A condition brought `operation` (from `dependency(for:)`): recorded, so that the next
     /// condition to bring it, added with this one or later, leaves it as it is, and added as a
-    /// dependency, in the same step.
+    /// dependency, in the same step. Recorded even once the operation finished: a condition
+    /// added while it waited may still be bringing its dependency (see `completeFinish()`).
     mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
-        let records = dependencyRecords ?? DependencyRecords()
-        guard !records.broughtByCondition(operation) else { return .broughtBefore }
-        if phase != .finished { // a finished operation holds on to nothing more
-            dependencyRecords = records.bringing(operation)
-        }
+        if let records = dependencyRecords, records.broughtByCondition(operation) { return .broughtBefore }
+        dependencyRecords = (dependencyRecords ?? DependencyRecords()).bringing(operation)
         switch addDependency(operation) {
         case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
         case .alreadyThere: return .alreadyThere
@@ -674,10 +672,16 @@ struct OperationLifecycle {
         dependencyRecords = (dependencyRecords ?? DependencyRecords()).closingCycle(through: dependencyName)
     }
 
-    /// Takes the dependencies out, for an operation being deallocated to release iteratively.
+    /// Takes the dependencies out, those its conditions brought included, for an operation being
+    /// deallocated to release iteratively.
     mutating func takeDependencies() -> SmallArray<Operation> {
-        defer { dependencies.removeAll() }
-        return dependencies
+        var taken = Self.take(&dependencies, leaving: SmallArray())
+        if let records = Self.take(&dependencyRecords, leaving: nil) {
+            for dependency in records.conditionDependencies {
+                taken.append(dependency) // held by `taken` too: letting go of the records frees none
+            }
+        }
+        return taken
     }
 
     /// What adding a condition came to.
@@ -1378,8 +1382,6 @@ struct OperationLifecycle {
         var errors: [any Error]
         /// Failures of an evaluation the finish cut short (it was cancelled meanwhile).
         var discardedFailures: [any Error]
-        /// The dependencies its conditions brought, held until now.
-        var dependencyRecords: DependencyRecords?
     }
 
     mutating func completeFinish() -> Remains {
@@ -1392,15 +1394,14 @@ struct OperationLifecycle {
             categoriesToWithdraw: withdrawsFromCategories && !standing.holds ? categories : [],
             linePlace: linePlace,
             dependents: Self.take(&dependents, leaving: SmallArray()),
-            released: Self.take(&dependencies, leaving: SmallArray()),
+            released: takeDependenciesAtTheFinish(),
             observers: Self.take(&observers, leaving: []),
             conditions: Self.take(&conditions, leaving: []),
             watchers: dependencyWatchers.isEmpty ? [] : Array(dependencyWatchers.values),
             queue: Self.take(&queue, leaving: nil),
             categoryLockGate: Self.take(&categoryLockGate, leaving: nil),
             errors: errors,
-            discardedFailures: Self.take(&conditionFailures, leaving: []),
-            dependencyRecords: Self.take(&dependencyRecords, leaving: nil)
+            discardedFailures: Self.take(&conditionFailures, leaving: [])
         )
         state = .finished(placement)
         awaited = ConditionIndexSet()
@@ -1409,6 +1410,24 @@ struct OperationLifecycle {
         if !dependencyWatchers.isEmpty { dependencyWatchers = [:] }
         satisfiedByConstruction = ConditionIndexSet()
         return remains
+    }
+
+    /// Takes out the dependencies a finishing operation lets go of: those the user gave, and those
+    /// its conditions brought once it executed. One that never executed keeps what its
+    /// conditions brought until it is deallocated: a condition added while it waited may be
+    /// bringing its dependency still (it was cancelled meanwhile), and must find that another
+    /// condition brought it, or a plain queue holding it would be handed it twice.
+    private mutating func takeDependenciesAtTheFinish() -> SmallArray<Operation> {
+        var taken = Self.take(&dependencies, leaving: SmallArray())
+        guard dependencyRecords != nil, case let .finishing(finishing) = state, finishing.execution == .executed else {
+            return taken
+        }
+        if let records = Self.take(&dependencyRecords, leaving: nil) {
+            for dependency in records.conditionDependencies {
+                taken.append(dependency) // held by `taken` too: letting go of the records frees none
+            }
+        }
+        return taken
     }
 
     /// Moves `value` out, leaving `empty` in its place: one move, where `swap` makes three (a

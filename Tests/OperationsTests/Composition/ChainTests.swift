@@ -58,6 +58,22 @@ struct ChainTests {
         #expect(last.isReleased())
     }
 
+    @Test func cancelledChainOfConditionDependencies_isReleasedWithoutRecursion() {
+        // Given a chain of 100,000 operations, each brought by the next one's condition, whose
+        // head executes and never finishes by itself
+        let ran = Counter()
+
+        // When the queue cancels them all, and every reference to them is dropped (each keeps
+        // what its conditions brought until it goes, as it never executed)
+        let (first, last, outcome) = cancelChain(counting: ran, linkedByConditions: true)
+
+        // Then all of them finished, cancelled, and all of them are gone
+        #expect(outcome.allFinished)
+        #expect(outcome.cancelledCount == Self.length)
+        #expect(first.isReleased())
+        #expect(last.isReleased())
+    }
+
     @Test func failureCascadingDownALongChain_finishesEveryOperationWithoutRunningIt() {
         // Given a chain of 100,000 operations, each refusing to run after a failed dependency
         let ran = Counter()
@@ -114,7 +130,9 @@ private func buildAndDropChain(counting ran: Counter) -> (WeakProbe<AsyncOperati
     return (firstProbe, WeakProbe(previous))
 }
 
-private func cancelChain(counting ran: Counter) -> (WeakProbe<AsyncOperation>, WeakProbe<AsyncOperation>, ChainOutcome) {
+/// `linkedByConditions`: each link's condition brings the one before, instead of the link
+/// depending on it directly.
+private func cancelChain(counting ran: Counter, linkedByConditions: Bool = false) -> (WeakProbe<AsyncOperation>, WeakProbe<AsyncOperation>, ChainOutcome) {
     let queue = AsyncOperationQueue()
     let headStarted = Signal()
     let head = AsyncBlockOperation { _ in
@@ -125,7 +143,11 @@ private func cancelChain(counting ran: Counter) -> (WeakProbe<AsyncOperation>, W
     operations.reserveCapacity(ChainTests.length)
     for index in 1..<ChainTests.length {
         let next = AsyncBlockOperation { ran.increment() }
-        next.addDependency(operations[index - 1])
+        if linkedByConditions {
+            next.addCondition(StubCondition.satisfied(bringing: operations[index - 1]))
+        } else {
+            next.addDependency(operations[index - 1])
+        }
         operations.append(next)
     }
     queue.addOperations(operations, waitUntilFinished: false)

@@ -877,23 +877,86 @@ import TestSupport
     @Test(arguments: [false, true])
     func onPlainQueue_aConditionAddedDuringTheAdd_bringingTheSameDependency_leavesIt(plainDependency: Bool) {
         // Given an operation whose condition, as it brings a dependency, adds a second condition
-        // that brings it too
+        // that brings it too; the dependency waits for a blocker, so the plain queue holds it
+        // unstarted when the second condition brings it
         let log = Recorder<String>()
+        let blocker = BlockOperation {}
         let dependency = loggedDependency(plain: plainDependency, log: log)
+        dependency.addDependency(blocker)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition(name: "AddsASecond", dependency: { operation in
             operation.addCondition(StubCondition.satisfied(bringing: dependency))
             return dependency
         }) { _, completion in completion(.satisfied) })
 
-        // When a plain queue runs it
+        // When a plain queue runs it, and then the blocker
         let plainQueue = OperationQueue()
         plainQueue.addOperation(operation)
+        plainQueue.addOperation(blocker)
 
         // Then the dependency runs once, before the operation
         #expect(waitUntilFinished([operation, dependency]))
         #expect(log.all == ["dependency", "operation"])
         #expect(operation.errors.isEmpty, "\(operation.errors)")
+    }
+
+    /// A condition added while the operation waits, which cancels the operation as it brings
+    /// the dependency an earlier condition brought: the operation finishes before that
+    /// dependency is attached, and still leaves it where the plain queue holds it (a second add
+    /// would make Foundation trap).
+    @Test(arguments: [false, true])
+    func onPlainQueue_aConditionThatCancelsAsItBringsAnEarlierOnesDependency_leavesIt(plainDependency: Bool) {
+        // Given an operation a plain queue started, waiting for a dependency its condition
+        // brought, which that queue holds but cannot start yet
+        let log = Recorder<String>()
+        let blocker = BlockOperation {}
+        let dependency = loggedDependency(plain: plainDependency, log: log)
+        dependency.addDependency(blocker)
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+
+        // When a condition is added that cancels the operation, then brings the same dependency
+        operation.addCondition(StubCondition(name: "Cancels", dependency: { operation in
+            operation.cancel()
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+        plainQueue.addOperation(blocker)
+
+        // Then the operation finishes cancelled, and the dependency runs once
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(operation.isCancelled)
+        #expect(log.all == ["dependency"])
+    }
+
+    /// A condition that finishes the operation during its add, as it brings the dependency an
+    /// earlier condition brought: the operation finishes before that dependency is attached, and
+    /// still leaves it where the plain queue holds it.
+    @Test(arguments: [false, true])
+    func onPlainQueue_aConditionThatFinishesDuringTheAdd_bringingAnEarlierOnesDependency_leavesIt(plainDependency: Bool) {
+        // Given an operation whose second condition finishes it, then brings the dependency the
+        // first brought, which waits for a blocker
+        let log = Recorder<String>()
+        let blocker = BlockOperation {}
+        let dependency = loggedDependency(plain: plainDependency, log: log)
+        dependency.addDependency(blocker)
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        operation.addCondition(StubCondition(name: "Finishes", dependency: { operation in
+            operation.finish()
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+
+        // When a plain queue runs it, and then the blocker
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        plainQueue.addOperation(blocker)
+
+        // Then the operation finishes without executing, and the dependency runs once
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency"])
     }
 
     /// A dependency that logs "dependency" as it runs: a `BlockOperation`, or an

@@ -464,7 +464,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     }
 
     /// A dependency conditions bring is added once, however many bring it, until it is removed;
-    /// the lifecycle holds it until it finishes, then lets go of it.
+    /// the lifecycle holds it until it finishes after executing, then lets go of it.
     @Test func conditionDependency_isAddedOnce_untilRemoved_andLetGoOfAtTheFinish() {
         // Given a lifecycle whose condition brought a dependency
         var state = OperationLifecycle()
@@ -482,12 +482,52 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.addDependency(usersOwn)
         #expect(state.addConditionDependency(usersOwn) == .alreadyThere)
 
-        // And once it finishes, it holds none of them
+        // And once it finishes after executing, it lets go of all of them, with its own
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+        var lastFinished = OperationLifecycle.DependencyAction.none
+        for finished in state.dependencies {
+            lastFinished = state.dependencyFinished(ObjectIdentifier(finished))
+        }
+        guard case .advance(.proceedWithoutConditions) = lastFinished else {
+            Issue.record("expected it to go on once its dependencies finished, not \(state.phase)")
+            return
+        }
+        _ = state.proceedWithoutCategories()
+        _ = state.start()
+        _ = state.startDelivered()
         _ = state.finish(errors: [])
         let remains = state.completeFinish()
-        #expect(remains.dependencyRecords?.conditionDependencies.count == 3)
+        #expect(remains.released.count == 6, "the three it depends on, each also as conditions brought it")
+        #expect(state.takeDependencies().isEmpty)
+    }
+
+    /// An operation that finishes without executing (cancelled while it waited) keeps what its
+    /// conditions brought until it is deallocated: a condition added while it waited may still be
+    /// bringing its dependency, and must find that another condition brought it.
+    @Test func conditionDependency_outlivesAFinishWithoutExecuting_untilTheOperationGoes() {
+        // Given a waiting operation whose condition brought a dependency
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+        #expect(state.phase == .pending)
+
+        // When it is cancelled, and its finish completes
+        _ = state.cancel(error: nil)
+        _ = state.notificationDelivered()
+        let remains = state.completeFinish()
+        #expect(state.phase == .finished)
+
+        // Then a condition bringing that dependency still finds it brought before
+        #expect(remains.released.count == 1, "the dependency, as one the operation waited for")
+        #expect(state.addConditionDependency(dependency) == .broughtBefore)
+        #expect(state.addConditionDependency(BlockOperation {}) == .tooLate)
+
+        // And the operation lets go of both when it goes
+        #expect(state.takeDependencies().count == 2)
         #expect(state.addConditionDependency(dependency) == .tooLate)
-        #expect(state.addConditionDependency(dependency) == .tooLate, "a finished operation records nothing")
     }
 
     /// Every operation carries a lifecycle (a chain of a million of them included), and its size
