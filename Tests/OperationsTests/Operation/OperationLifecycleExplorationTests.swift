@@ -17,9 +17,9 @@ import TestSupport
 // depth-first for that reason; the states reached are the same.) Every state must also still be
 // able to reach a rest where the operation finished: a loop that never finishes is a failure too.
 //
-// What the model leaves out: timeouts and dropped condition handlers, the dependencies that
-// conditions bring (only the wait for one of a condition added while the operation waits is in:
-// `conditionWhileWaiting`), cycles other than a dependency that closes one while the operation
+// What the model leaves out: timeouts and dropped condition handlers, most of the dependencies
+// that conditions bring (only one condition added while the operation waits, which brings again
+// the dependency an earlier condition brought, is in: `conditionWhileWaiting`), cycles other than a dependency that closes one while the operation
 // is added or waits (`cycle`), serial queues, groups' children (a held finish is delivered by one
 // owed event), and several categories (one category "A", which another operation may hold at
 // first).
@@ -48,8 +48,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// A dependency comes while the operation is being added (a condition's, or `addDependency`
     /// from elsewhere), perhaps after its queue gave it its turn as it held it.
     var lateDependency = false
-    /// A condition is added while it waits for its dependencies; its own dependency is attached
-    /// some time later (`conditionDependencyAttached()`).
+    /// A condition is added while it waits for its dependencies; it brings the dependency, which
+    /// an earlier condition brought (`addConditionDependency(_:)`), and its attachment ends some
+    /// time later (`conditionDependencyAttached()`).
     var conditionWhileWaiting = false
     /// A dependency that closes a cycle is added while it is being added or waits:
     /// `addDependency`, then, in a step of its own, `recordCycle(through:forgetting:)`.
@@ -303,6 +304,7 @@ private struct World {
     var lateDependencyAdded = false
     var lateDependencyFinished = false
     var lateConditionAdded = false
+    var lateConditionBrought = false
     var lateConditionAttached = false
     var cycleAdded = false
     var answersOwed: [Int] = []
@@ -368,7 +370,7 @@ private struct World {
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
-            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionAttached, cycleAdded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
+            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionBrought, lateConditionAttached, cycleAdded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
@@ -447,7 +449,11 @@ private struct Explorer {
             case .atOnce: _ = world.life.addCondition(AtOnceCondition(mutuallyExclusiveCategories: categories), satisfiedByConstruction: false)
             }
         }
-        if scope.dependency { _ = world.life.addDependency(dependency) }
+        if scope.dependency && scope.conditionWhileWaiting {
+            _ = world.life.addConditionDependency(dependency) // the first condition's, as the add attaches it
+        } else if scope.dependency {
+            _ = world.life.addDependency(dependency)
+        }
         world.otherHolds = scope.contended && !scope.categories.isEmpty
         return world
     }
@@ -529,7 +535,16 @@ private struct Explorer {
                 }
             }
         }
-        if world.lateConditionAdded && !world.lateConditionAttached {
+        if world.lateConditionAdded && !world.lateConditionBrought {
+            event("the late condition brings the dependency an earlier one brought") { world in
+                world.lateConditionBrought = true
+                let answer = world.life.addConditionDependency(dependency)
+                if answer != .broughtBefore {
+                    world.violate("a condition bringing again what an earlier one brought was answered \(answer), not .broughtBefore: a plain queue holding it unstarted would be handed it twice")
+                }
+            }
+        }
+        if world.lateConditionBrought && !world.lateConditionAttached {
             event("the late condition's dependency is attached") { world in
                 world.lateConditionAttached = true
                 let action = world.life.conditionDependencyAttached()
