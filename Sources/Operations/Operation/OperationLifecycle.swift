@@ -601,7 +601,7 @@ struct OperationLifecycle {
     /// added while it waited may still be bringing its dependency (see `completeFinish()`).
     mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
         if let records = dependencyRecords, records.broughtByCondition(operation) { return .broughtBefore }
-        dependencyRecords = (dependencyRecords ?? DependencyRecords()).bringing(operation)
+        dependencyRecords = dependencyRecords?.bringing(operation) ?? DependencyRecords(conditionDependencies: [operation])
         switch addDependency(operation) {
         case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
         case .alreadyThere: return .alreadyThere
@@ -669,7 +669,7 @@ struct OperationLifecycle {
     }
 
     mutating func recordCycle(through dependencyName: String) {
-        dependencyRecords = (dependencyRecords ?? DependencyRecords()).closingCycle(through: dependencyName)
+        dependencyRecords = dependencyRecords?.closingCycle(through: dependencyName) ?? DependencyRecords(cycleDependencyName: dependencyName)
     }
 
     /// Takes the dependencies out, those its conditions brought included, for an operation being
