@@ -3,51 +3,44 @@ import Foundation
 extension AsyncOperation {
     // MARK: - Waiting
 
-    /// What waiting for a dependency learned of where it leads.
-    enum Reach {
-        /// It is, or waits (directly or not) for, an operation that is not an `AsyncOperation`,
-        /// unfinished when it began waiting: a cycle could run through it unseen.
-        case plainOperation
-        /// Only `AsyncOperation`s, or it finished.
-        case asyncOperationsOnly
-    }
-
-    /// Arranges to hear when `operation`, already counted as unfinished, finishes; whether it
-    /// reaches a plain operation (if so, this one does too, and its dependents hear of it).
+    /// Arranges to hear when `operation`, already counted as unfinished, finishes. Returns the
+    /// plain operations it reaches, unfinished (itself, if it is one): this one reaches them too,
+    /// and its dependents hear of it before this returns.
     @discardableResult
-    func startWaiting(for operation: Operation) -> Reach {
+    func startWaiting(for operation: Operation) -> PlainReach? {
         let id = ObjectIdentifier(operation)
         if let dependency = operation as? AsyncOperation {
             switch dependency.addDependent(self) {
             case .alreadyFinished:
                 dependencyDidFinish(id)
-                return .asyncOperationsOnly
-            case .willTell(reachingPlainOperation: false):
-                return .asyncOperationsOnly
-            case .willTell(reachingPlainOperation: true):
-                tellReachOfPlainOperation(lifecycle.reachPlainOperation())
-                return .plainOperation
+                return nil
+            case let .willTell(reached):
+                if let reached {
+                    tell(lifecycle.reach(reached), thatTheyReach: reached)
+                }
+                return reached
             }
         } else if operation.isFinished {
             dependencyDidFinish(id)
-            return .asyncOperationsOnly
+            return nil
         } else {
+            let reached = PlainReach(operation)
             let watcher = engine.dependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
-            tellReachOfPlainOperation(lifecycle.watch(id, with: watcher))
-            return .plainOperation
+            tell(lifecycle.watch(id, with: watcher, reaching: reached), thatTheyReach: reached)
+            return reached
         }
     }
 
-    /// Tells `dependents`, and theirs in turn, that they reach a plain operation now (through
-    /// this one): one at a time, not recursively, as a chain of them may be long.
-    private func tellReachOfPlainOperation(_ dependents: SmallArray<WeakFinishWatcher>) {
+    /// Tells `dependents`, and theirs in turn, that they reach the plain operations of `reached`
+    /// (through this one): one at a time, not recursively, as a chain of them may be long.
+    private func tell(_ dependents: SmallArray<WeakFinishWatcher>, thatTheyReach reached: PlainReach) {
         guard !dependents.isEmpty else { return }
         var toTell = Array(dependents)
         while let next = toTell.popLast() {
             guard let dependent = next.object as? AsyncOperation else { continue } // a listener reaches nothing
-            toTell.append(contentsOf: dependent.lifecycle.reachPlainOperation())
+            toTell.append(contentsOf: dependent.lifecycle.reach(reached))
         }
     }
 
@@ -95,21 +88,24 @@ extension AsyncOperation {
     /// leads back to this one: then the operation finishes with
     /// `AsyncOperationError.dependencyCycle` instead of waiting forever. Whether it waits.
     ///
-    /// The graph behind `operation` is searched only where a cycle can close. An `AsyncOperation`
-    /// that waits for this one is its live dependent (`hasLiveDependents`, read in the step that
-    /// added `operation`); with none, a cycle can only close through a plain operation that
-    /// waits for this one, unseen, which `operation` must then reach (`Reach`). So a chain of
-    /// `AsyncOperation`s built front to back searches nothing.
+    /// The wait and what it reaches are published before the search: of two adds on two threads
+    /// that close a cycle together, the one that searches last sees the other's.
+    ///
+    /// Where no cycle can close, nothing is searched. With a live dependent (an operation or a
+    /// listener waiting for this one, read in the step that added `operation`), the whole graph
+    /// behind `operation` is. With none, a cycle can only close through a plain operation that
+    /// waits for this one, unseen, which `operation` must reach (`PlainReach`): the search starts
+    /// from those. So a chain of `AsyncOperation`s built front to back searches nothing, or only
+    /// what lies behind the plain operation its head waits for.
     @discardableResult
     func waitForNewDependency(_ operation: Operation, hasLiveDependents: Bool) -> Bool {
-        if hasLiveDependents || !(operation is AsyncOperation) {
-            guard dependencyWouldCloseCycle(operation) else {
-                startWaiting(for: operation)
-                return true
-            }
-        } else if startWaiting(for: operation) == .asyncOperationsOnly || !dependencyWouldCloseCycle(operation) {
-            return true
+        let reached = startWaiting(for: operation)
+        let closesCycle = if hasLiveDependents {
+            dependencyWouldCloseCycle(operation)
+        } else {
+            reached?.leadsBack(to: self, from: operation) ?? false
         }
+        guard closesCycle else { return true }
         recordCycle(through: operation, forgetting: ObjectIdentifier(operation))
         return false
     }

@@ -48,8 +48,8 @@ struct LifecycleStorage {
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> OperationLifecycle.AdvanceAction { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
     func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
-    func watch(_ id: ObjectIdentifier, with watcher: Operation) -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.watch(id, with: watcher) } }
-    func reachPlainOperation() -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.reachPlainOperation() } }
+    func watch(_ id: ObjectIdentifier, with watcher: Operation, reaching reached: PlainReach) -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.watch(id, with: watcher, reaching: reached) } }
+    func reach(_ reached: PlainReach) -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.reach(reached) } }
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
     func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.ConditionAddition { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }

@@ -112,10 +112,6 @@ struct OperationLifecycle {
 
     private(set) var state = State.initialized
     private(set) var isCancelled = false
-    /// Some operation it waits for, directly or through others, is not an `AsyncOperation`, or
-    /// once was (never cleared): only through such an operation, invisible to this one, can a
-    /// dependency lead back to an operation that no `AsyncOperation` waits for (a cycle).
-    private(set) var reachesPlainOperation = false
     /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
     /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
     private(set) var queue: AsyncOperationQueue?
@@ -155,16 +151,21 @@ struct OperationLifecycle {
     private(set) var notificationsInFlight: Int32 = 0
     /// Dependencies that have not finished yet.
     private(set) var unfinishedDependencies = SmallArray<ObjectIdentifier>()
+
     /// Watchers that report when a plain Foundation dependency finishes.
     private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
     /// Operations waiting for this one to finish.
     private(set) var dependents = SmallArray<WeakFinishWatcher>()
-    /// The dependency that closes a cycle, and those its conditions brought (`nil` until either
-    /// is recorded, as for most operations): each dependency a condition brings is attached once,
-    /// however many conditions bring it, until the operation finishes.
+    /// The dependency that closes a cycle, those its conditions brought and the plain operations
+    /// it reaches (`nil` until one is recorded, as for most operations): each dependency a
+    /// condition brings is attached once, however many conditions bring it, until the operation
+    /// finishes (or, finished while one was being attached, until it is deallocated).
     private var dependencyRecords: DependencyRecords?
     /// The dependency that closes a dependency cycle, if one was detected.
     var cycleDependencyName: String? { dependencyRecords?.cycleDependencyName }
+    /// The plain operations it reaches through its dependencies (`nil` for none, as for most
+    /// operations): where a cycle closing through it would have to run.
+    var plainReach: PlainReach? { dependencyRecords?.plainReach }
     /// An `AsyncBlockOperation`'s block through its one call, from its creation until its finish
     /// (see "The block" below); `nil` for other operations.
     private(set) var block: BlockInvocation?
@@ -598,10 +599,12 @@ struct OperationLifecycle {
     /// A condition brought `operation` (from `dependency(for:)`): recorded, so that the next
     /// condition to bring it, added with this one or later, leaves it as it is, and added as a
     /// dependency, in the same step. Recorded even once the operation finished: a condition
-    /// added while it waited may still be bringing its dependency (see `completeFinish()`).
+    /// added while it waited may still be bringing its dependency (see
+    /// `keepDependencyRecordsIfAttaching()`).
     mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
         if let records = dependencyRecords, records.broughtByCondition(operation) { return .broughtBefore }
-        dependencyRecords = dependencyRecords?.bringing(operation) ?? DependencyRecords(conditionDependencies: [operation])
+        dependencyRecords = dependencyRecords?.bringing(operation)
+            ?? DependencyRecords(conditionDependencies: [operation], outlivesTheFinish: hasBegunFinishing)
         switch addDependency(operation) {
         case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
         case .alreadyThere: return .alreadyThere
@@ -634,20 +637,19 @@ struct OperationLifecycle {
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 
-    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`:
-    /// it reaches a plain operation now. Returns the dependents to tell the same (see
-    /// `reachPlainOperation()`).
-    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) -> SmallArray<WeakFinishWatcher> {
+    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`;
+    /// it reaches that operation, `reached`. Returns the dependents to tell (see `reach(_:)`).
+    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation, reaching reached: PlainReach) -> SmallArray<WeakFinishWatcher> {
         dependencyWatchers[id] = watcher
-        return reachPlainOperation()
+        return reach(reached)
     }
 
     /// What registering a finish watcher came to.
-    enum Watching: Equatable {
-        /// It is told when the operation finishes. `reachingPlainOperation`: this operation
-        /// reaches a plain operation (`reachesPlainOperation`), read in the same step, so a
-        /// dependent either reads it set or is among those told when it is set.
-        case willTell(reachingPlainOperation: Bool)
+    enum Watching {
+        /// It is told when the operation finishes. `reaching`: the plain operations this one
+        /// reaches (`plainReach`), read in the same step, so a dependent either reads a plain
+        /// operation here or is among those told when it is reached.
+        case willTell(reaching: PlainReach?)
         /// The operation has finished already: tell it now.
         case alreadyFinished
     }
@@ -656,15 +658,23 @@ struct OperationLifecycle {
     mutating func addDependent(_ dependent: any FinishWatcher) -> Watching {
         guard phase != .finished else { return .alreadyFinished }
         dependents.append(WeakFinishWatcher(dependent))
-        return .willTell(reachingPlainOperation: reachesPlainOperation)
+        return .willTell(reaching: plainReach)
     }
 
-    /// The operation waits for one that reaches a plain operation, or is one: it reaches one too.
-    /// Returns the dependents to tell the same, if this newly set it (each told once, however
-    /// many ways lead to a plain operation); none once it finished, as nothing searches it then.
-    mutating func reachPlainOperation() -> SmallArray<WeakFinishWatcher> {
-        guard !reachesPlainOperation, phase != .finished else { return SmallArray() }
-        reachesPlainOperation = true
+    /// The operation waits for one that reaches the plain operations of `reached` (or is one):
+    /// it reaches them too. Returns the dependents to tell the same if that added any (so each
+    /// hears of each plain operation once, however many ways lead to it); none once it
+    /// finished, as nothing searches it then.
+    mutating func reach(_ reached: PlainReach) -> SmallArray<WeakFinishWatcher> {
+        guard phase != .finished else { return SmallArray() }
+        let widened: PlainReach
+        if let current = plainReach {
+            guard let added = current.adding(reached) else { return SmallArray() }
+            widened = added
+        } else {
+            widened = reached
+        }
+        dependencyRecords = dependencyRecords?.reaching(widened) ?? DependencyRecords(plainReach: widened)
         return dependents
     }
 
@@ -1288,6 +1298,7 @@ struct OperationLifecycle {
             waitsForNotifications: notificationsInFlight > 0
         )
         record(newErrors)
+        keepDependencyRecordsIfAttaching()
         state = .finishing(finishing)
         if finishing.waitsForNotifications { return .none }
         return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
@@ -1412,14 +1423,27 @@ struct OperationLifecycle {
         return remains
     }
 
+    /// A finish begins while a condition's dependency may be being attached (during the add, or
+    /// for a condition added while it waited): what the conditions brought is kept past the
+    /// finish, until the operation is deallocated. That condition may be bringing one of them
+    /// again, and must find that another brought it, or a plain queue holding it would be handed
+    /// it twice. (Only then: a dependency that waits for the operation, which Foundation keeps
+    /// for good, would keep the two alive for ever.)
+    private mutating func keepDependencyRecordsIfAttaching() {
+        guard let records = dependencyRecords else { return }
+        switch state {
+        case .enqueuing, .pending(_, attaching: 1...):
+            dependencyRecords = records.keptPastTheFinish()
+        default:
+            break
+        }
+    }
+
     /// Takes out the dependencies a finishing operation lets go of: those the user gave, and those
-    /// its conditions brought once it executed. One that never executed keeps what its
-    /// conditions brought until it is deallocated: a condition added while it waited may be
-    /// bringing its dependency still (it was cancelled meanwhile), and must find that another
-    /// condition brought it, or a plain queue holding it would be handed it twice.
+    /// its conditions brought, unless an attachment kept them (`keepDependencyRecordsIfAttaching()`).
     private mutating func takeDependenciesAtTheFinish() -> SmallArray<Operation> {
         var taken = Self.take(&dependencies, leaving: SmallArray())
-        guard dependencyRecords != nil, case let .finishing(finishing) = state, finishing.execution == .executed else {
+        guard let kept = dependencyRecords, !kept.outlivesTheFinish else {
             return taken
         }
         if let records = Self.take(&dependencyRecords, leaving: nil) {

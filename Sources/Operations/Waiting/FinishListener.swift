@@ -18,7 +18,7 @@ final class FinishListener: FinishWatcher {
     /// (at once, on this thread, if it has already finished). Call it once per listener.
     func listen(to operation: AsyncOperation, _ handler: @escaping @Sendable () -> Void) {
         self.handler.withLock { $0 = handler }
-        if operation.addDependent(self) == .alreadyFinished {
+        if case .alreadyFinished = operation.addDependent(self) {
             fire()
         }
     }

@@ -29,6 +29,23 @@ struct ChainTests {
         #expect(last.isReleased())
     }
 
+    @Test func chainWhoseHeadWaitsForAPlainOperation_runsInOrder() {
+        // Given a chain of 100,000 operations built front to back, whose head waits for a plain
+        // operation (so every link reaches it: a search for a cycle from each link through the
+        // whole chain would take quadratic time)
+        let ran = Recorder<Int>()
+
+        // When it runs to the end
+        let (first, last, outcome) = runChain(recordingInto: ran, headWaitingFor: BlockOperation {})
+
+        // Then every body ran once, in order, and nothing is kept alive
+        #expect(outcome.allFinished)
+        #expect(outcome.failedCount == 0)
+        #expect(ran.all == Array(0..<Self.length))
+        #expect(first.isReleased())
+        #expect(last.isReleased())
+    }
+
     @Test
     func chainThatNeverRan_isReleasedWithoutRecursion() {
         // Given a chain of 100,000 operations that is never added to a queue
@@ -104,15 +121,22 @@ private struct ChainOutcome {
     }
 }
 
-private func runChain(recordingInto ran: Recorder<Int>) -> (WeakProbe<AsyncOperation>, WeakProbe<AsyncOperation>, ChainOutcome) {
+/// `head`: a plain operation the chain's first link waits for, added to the queue after the chain.
+private func runChain(recordingInto ran: Recorder<Int>, headWaitingFor head: Operation? = nil) -> (WeakProbe<AsyncOperation>, WeakProbe<AsyncOperation>, ChainOutcome) {
     let queue = AsyncOperationQueue()
     let operations: [AsyncOperation] = (0..<ChainTests.length).map { index in
         AsyncBlockOperation { ran.append(index) }
+    }
+    if let head {
+        operations[0].addDependency(head)
     }
     for index in operations.indices.dropFirst() {
         operations[index].addDependency(operations[index - 1])
     }
     queue.addOperations(operations, waitUntilFinished: false)
+    if let head {
+        queue.addOperation(head)
+    }
     let last = operations[operations.count - 1]
     _ = waitUntil(timeout: ChainTests.chainTimeout) { last.isFinished }
     return (WeakProbe(operations[0]), WeakProbe(last), ChainOutcome(operations))

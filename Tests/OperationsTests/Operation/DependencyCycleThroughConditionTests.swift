@@ -94,4 +94,32 @@ struct DependencyCycleThroughConditionTests {
             #expect(!executed.all.contains("conditioned"))
         }
     }
+
+    /// A condition's dependency that waits for the operation (Foundation keeps its dependencies
+    /// for good) closes a cycle: once both finished and nothing else holds them, both are freed,
+    /// the operation keeping nothing its condition brought past its finish.
+    @Test func cycleThroughAConditionsPlainDependency_leavesNothingAlive() throws {
+        // Given an operation whose condition brings a plain dependency that waits for it
+        let (operation, dependency) = runCycleThroughAPlainDependency()
+
+        // Then, once both finished and were dropped, neither is kept alive
+        #expect(operation.isReleased(), "the operation was kept alive")
+        #expect(dependency.isReleased(), "the condition's dependency was kept alive")
+    }
+
+    private func runCycleThroughAPlainDependency() -> (WeakProbe<AsyncOperation>, WeakProbe<Operation>) {
+        let produced = Recorder<Operation>()
+        let operation = AsyncBlockOperation {}
+        operation.addCondition(StubCondition(name: "ProducesACycle", dependency: { conditioned in
+            let dependency = BlockOperation {}
+            dependency.addDependency(conditioned)
+            produced.append(dependency)
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+        AsyncOperationQueue().addOperation(operation)
+        #expect(waitUntilFinished([operation]))
+        let dependency = produced.all.first ?? BlockOperation {}
+        #expect(waitUntilFinished([dependency]))
+        return (WeakProbe(operation), WeakProbe(dependency))
+    }
 }

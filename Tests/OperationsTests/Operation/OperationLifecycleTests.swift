@@ -502,17 +502,21 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.takeDependencies().isEmpty)
     }
 
-    /// An operation that finishes without executing (cancelled while it waited) keeps what its
-    /// conditions brought until it is deallocated: a condition added while it waited may still be
-    /// bringing its dependency, and must find that another condition brought it.
-    @Test func conditionDependency_outlivesAFinishWithoutExecuting_untilTheOperationGoes() {
-        // Given a waiting operation whose condition brought a dependency
+    /// An operation cancelled while a condition added as it waited is attaching its dependency
+    /// keeps what its conditions brought until it is deallocated: that condition may be bringing
+    /// one of them again, and must find it brought before.
+    @Test func conditionDependency_outlivesAFinishDuringAnAttachment_untilTheOperationGoes() {
+        // Given a waiting operation whose condition brought a dependency, and a condition added
+        // since, whose dependency is being attached
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
         #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
         _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
         _ = state.finishEnqueuing(attached: 0)
-        #expect(state.phase == .pending)
+        guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+            Issue.record("expected the condition's dependency to be attached by the one who adds it")
+            return
+        }
 
         // When it is cancelled, and its finish completes
         _ = state.cancel(error: nil)
@@ -520,14 +524,36 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         let remains = state.completeFinish()
         #expect(state.phase == .finished)
 
-        // Then a condition bringing that dependency still finds it brought before
+        // Then the attaching condition finds the dependency brought before
         #expect(remains.released.count == 1, "the dependency, as one the operation waited for")
         #expect(state.addConditionDependency(dependency) == .broughtBefore)
+        _ = state.conditionDependencyAttached()
         #expect(state.addConditionDependency(BlockOperation {}) == .tooLate)
 
         // And the operation lets go of both when it goes
         #expect(state.takeDependencies().count == 2)
         #expect(state.addConditionDependency(dependency) == .tooLate)
+    }
+
+    /// An operation cancelled while nothing is being attached lets go of what its conditions
+    /// brought at its finish: a dependency that waits for the operation (which Foundation keeps
+    /// for good) would otherwise keep both alive for ever.
+    @Test func conditionDependency_isLetGoOfAtAFinishWithoutAttachment() {
+        // Given a waiting operation whose condition brought a dependency
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        _ = state.addConditionDependency(dependency)
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+
+        // When it is cancelled, and its finish completes
+        _ = state.cancel(error: nil)
+        _ = state.notificationDelivered()
+        let remains = state.completeFinish()
+
+        // Then it holds nothing more
+        #expect(remains.released.count == 2, "the dependency, as one waited for and as one brought")
+        #expect(state.takeDependencies().isEmpty)
     }
 
     /// Every operation carries a lifecycle (a chain of a million of them included), and its size
@@ -587,29 +613,53 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
     }
 
-    /// Whether an operation reaches a plain operation is told to each dependent as it registers,
-    /// or, once it comes to, returned once with the dependents to tell, until it finishes.
-    @Test func reachingAPlainOperation_isToldToDependentsOnce() {
+    /// The plain operations an operation reaches are told to each dependent as it registers, or,
+    /// once it comes to reach more, returned with the dependents to tell, until it finishes.
+    @Test func reachingPlainOperations_isToldToDependents_onlyWhenItAddsSome() {
         // Given a lifecycle with a dependent, reaching no plain operation
         var state = OperationLifecycle()
         let early = AsyncBlockOperation {}
-        #expect(state.addDependent(early) == .willTell(reachingPlainOperation: false))
+        guard case .willTell(reaching: nil) = state.addDependent(early) else {
+            Issue.record("it reaches nothing yet")
+            return
+        }
 
         // When it comes to wait for a plain operation
-        let told = state.watch(ObjectIdentifier(BlockOperation {}), with: BlockOperation {})
+        let plain = BlockOperation {}
+        let reached = PlainReach(plain)
+        let told = state.watch(ObjectIdentifier(plain), with: BlockOperation {}, reaching: reached)
 
-        // Then the dependent is returned to be told, once, and later dependents read it as they register
+        // Then the dependent is returned to be told, once, and a later dependent reads it as it registers
         #expect(told.count == 1 && told.first?.object === early)
-        #expect(state.reachPlainOperation().isEmpty, "told once")
+        #expect(state.reach(PlainReach(plain)).isEmpty, "nothing new: nobody to tell")
         let late = AsyncBlockOperation {}
-        #expect(state.addDependent(late) == .willTell(reachingPlainOperation: true))
+        guard case let .willTell(reaching?) = state.addDependent(late) else {
+            Issue.record("a later dependent reads what it reaches")
+            return
+        }
+        #expect(reaching.operations.map(\.object) == [plain])
+        #expect(state.reach(PlainReach(BlockOperation {})).isEmpty, "one gone already reaches nothing")
         withExtendedLifetime(early) {}
 
-        // And a finished one tells nobody
-        var finished = OperationLifecycle()
-        _ = finished.finish(errors: [])
-        _ = finished.completeFinish()
-        #expect(finished.reachPlainOperation().isEmpty)
-        #expect(!finished.reachesPlainOperation)
+        // And a finished one tells nobody, and reaches nothing
+        _ = state.finish(errors: [])
+        _ = state.completeFinish()
+        #expect(state.reach(reached).isEmpty)
+    }
+
+    /// A reach names up to `PlainReach.capacity` plain operations, each once; past that it only
+    /// says there are more, and a search covers the whole graph.
+    @Test func plainReach_namesEachOperationOnce_upToItsCapacity() {
+        let operations = (0...PlainReach.capacity).map { _ in BlockOperation {} }
+        var reach = PlainReach(operations[0])
+        #expect(reach.adding(PlainReach(operations[0])) == nil)
+        for operation in operations[1..<PlainReach.capacity] {
+            reach = reach.adding(PlainReach(operation)) ?? reach
+        }
+        #expect(reach.operations.count == PlainReach.capacity && !reach.isUnbounded)
+        let past = reach.adding(PlainReach(operations[PlainReach.capacity]))
+        #expect(past?.isUnbounded == true)
+        #expect(past?.adding(reach) == nil, "nothing widens an unbounded reach")
+        #expect(reach.adding(.unbounded)?.isUnbounded == true)
     }
 }
