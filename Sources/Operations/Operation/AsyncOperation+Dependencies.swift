@@ -4,8 +4,8 @@ extension AsyncOperation {
     // MARK: - Waiting
 
     /// Arranges to hear when `operation`, already counted as unfinished, finishes. Returns the
-    /// plain operations it reaches, unfinished (itself, if it is one): this one reaches them too,
-    /// and its dependents hear of it before this returns.
+    /// plain operations it reaches, or once reached (itself, if it is one; `nil` if it finished):
+    /// this one reaches them too, and its dependents hear of it before this returns.
     @discardableResult
     func startWaiting(for operation: Operation) -> PlainReach? {
         let id = ObjectIdentifier(operation)
@@ -16,7 +16,7 @@ extension AsyncOperation {
                 return nil
             case let .willTell(reached):
                 if let reached {
-                    tell(lifecycle.reach(reached), thatTheyReach: reached)
+                    widenReach(by: reached)
                 }
                 return reached
             }
@@ -24,23 +24,30 @@ extension AsyncOperation {
             dependencyDidFinish(id)
             return nil
         } else {
-            let reached = PlainReach(operation)
             let watcher = engine.dependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
-            tell(lifecycle.watch(id, with: watcher, reaching: reached), thatTheyReach: reached)
+            lifecycle.watch(id, with: watcher)
+            let reached = PlainReach(operation)
+            widenReach(by: reached)
             return reached
         }
     }
 
-    /// Tells `dependents`, and theirs in turn, that they reach the plain operations of `reached`
-    /// (through this one): one at a time, not recursively, as a chain of them may be long.
-    private func tell(_ dependents: SmallArray<WeakFinishWatcher>, thatTheyReach reached: PlainReach) {
-        guard !dependents.isEmpty else { return }
-        var toTell = Array(dependents)
-        while let next = toTell.popLast() {
-            guard let dependent = next.object as? AsyncOperation else { continue } // a listener reaches nothing
-            toTell.append(contentsOf: dependent.lifecycle.reach(reached))
+    /// Widens what this operation reaches by `reached`, and tells its dependents, and theirs in
+    /// turn, what each reaches now: one at a time, not recursively, as a chain may be long. Each
+    /// passes on its whole reach, not only what was added, so a reach that turned unbounded
+    /// makes its dependents' unbounded too.
+    private func widenReach(by reached: PlainReach) {
+        guard let first = lifecycle.widenReach(by: reached) else { return }
+        var toTell = [first]
+        while let widening = toTell.popLast() {
+            for watcher in widening.dependents {
+                guard let dependent = watcher.object as? AsyncOperation else { continue } // a listener reaches nothing
+                if let next = dependent.lifecycle.widenReach(by: widening.reach) {
+                    toTell.append(next)
+                }
+            }
         }
     }
 
@@ -97,13 +104,16 @@ extension AsyncOperation {
     /// waits for this one, unseen, which `operation` must reach (`PlainReach`): the search starts
     /// from those. So a chain of `AsyncOperation`s built front to back searches nothing, or only
     /// what lies behind the plain operation its head waits for.
+    ///
+    /// A reach only grows (a dependency removed, or finished, leaves what it reached), so a hit
+    /// from the plain operations reached is confirmed by a search from `operation` itself.
     @discardableResult
     func waitForNewDependency(_ operation: Operation, hasLiveDependents: Bool) -> Bool {
         let reached = startWaiting(for: operation)
         let closesCycle = if hasLiveDependents {
             dependencyWouldCloseCycle(operation)
         } else {
-            reached?.leadsBack(to: self, from: operation) ?? false
+            reached?.leadsBack(to: self, from: operation) == true && dependencyWouldCloseCycle(operation)
         }
         guard closesCycle else { return true }
         recordCycle(through: operation, forgetting: ObjectIdentifier(operation))

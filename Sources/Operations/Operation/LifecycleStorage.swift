@@ -48,8 +48,33 @@ struct LifecycleStorage {
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
     func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> OperationLifecycle.AdvanceAction { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
     func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
-    func watch(_ id: ObjectIdentifier, with watcher: Operation, reaching reached: PlainReach) -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.watch(id, with: watcher, reaching: reached) } }
-    func reach(_ reached: PlainReach) -> SmallArray<WeakFinishWatcher> { locked.withLock { $0.reach(reached) } }
+    func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
+
+    /// Widens the plain operations the operation reaches by `reached`; the reach it has now and
+    /// the dependents to tell, or `nil` if that added nothing (or it is finishing). The union is
+    /// built between two critical regions, not in one: it loads weak references, and a load may
+    /// be left holding the last reference to an operation, whose `deinit` must not run under the
+    /// lock. A reach changed meanwhile is widened again.
+    func widenReach(by reached: PlainReach) -> PlainReachWidening? {
+        while true {
+            let current = locked.withLock { $0.plainReach }
+            let widened: PlainReach
+            if let current {
+                guard let added = current.adding(reached) else { return nil }
+                widened = added
+            } else {
+                widened = reached
+            }
+            switch locked.withLock({ $0.widenReach(to: widened, from: current) }) {
+            case let .widened(dependents):
+                return PlainReachWidening(reach: widened, dependents: dependents)
+            case .changedMeanwhile:
+                continue
+            case .finishing:
+                return nil
+            }
+        }
+    }
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
     func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.ConditionAddition { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
@@ -108,4 +133,11 @@ struct LifecycleStorage {
     func offerToHoldFinish() -> OperationLifecycle.HoldOffer { locked.withLock { $0.offerToHoldFinish() } }
     func takeHeldFinish(prepending childErrors: [any Error] = []) -> OperationLifecycle.FinishAction { locked.withLock { $0.takeHeldFinish(prepending: childErrors) } }
     func completeFinish() -> OperationLifecycle.Remains { locked.withLock { $0.completeFinish() } }
+}
+
+/// A reach widened (`LifecycleStorage.widenReach(by:)`): what the operation reaches now, and the
+/// dependents to tell.
+struct PlainReachWidening {
+    let reach: PlainReach
+    let dependents: SmallArray<WeakFinishWatcher>
 }

@@ -514,10 +514,14 @@ struct OperationLifecycle {
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
         guard case let .pending(placement, attaching) = state else { return .none }
         if isCancelled { return .finish([]) }
+        // A cycle waits for the attachments too: a finish that began during one would keep what
+        // the conditions brought until the operation goes (a dependency that closes the cycle
+        // holds the operation, so the two would never go).
+        guard attaching == 0 else { return .none }
         if cycleDependencyName != nil {
             return .finishClosingCycle
         }
-        guard unfinishedDependencies.isEmpty, attaching == 0 else { return .none }
+        guard unfinishedDependencies.isEmpty else { return .none }
         if conditions.isEmpty {
             state = .waitingForCategories(placement, Standing())
             return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
@@ -603,8 +607,8 @@ struct OperationLifecycle {
     /// `keepDependencyRecordsIfAttaching()`).
     mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
         if let records = dependencyRecords, records.broughtByCondition(operation) { return .broughtBefore }
-        dependencyRecords = dependencyRecords?.bringing(operation)
-            ?? DependencyRecords(conditionDependencies: [operation], outlivesTheFinish: hasBegunFinishing)
+        let brought = dependencyRecords?.bringing(operation) ?? DependencyRecords(conditionDependencies: [operation])
+        dependencyRecords = hasBegunFinishing ? brought.keptPastTheFinish() : brought // an attachment still runs
         switch addDependency(operation) {
         case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
         case .alreadyThere: return .alreadyThere
@@ -637,11 +641,9 @@ struct OperationLifecycle {
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 
-    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`;
-    /// it reaches that operation, `reached`. Returns the dependents to tell (see `reach(_:)`).
-    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation, reaching reached: PlainReach) -> SmallArray<WeakFinishWatcher> {
+    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`.
+    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) {
         dependencyWatchers[id] = watcher
-        return reach(reached)
     }
 
     /// What registering a finish watcher came to.
@@ -661,21 +663,24 @@ struct OperationLifecycle {
         return .willTell(reaching: plainReach)
     }
 
-    /// The operation waits for one that reaches the plain operations of `reached` (or is one):
-    /// it reaches them too. Returns the dependents to tell the same if that added any (so each
-    /// hears of each plain operation once, however many ways lead to it); none once it
-    /// finished, as nothing searches it then.
-    mutating func reach(_ reached: PlainReach) -> SmallArray<WeakFinishWatcher> {
-        guard phase != .finished else { return SmallArray() }
-        let widened: PlainReach
-        if let current = plainReach {
-            guard let added = current.adding(reached) else { return SmallArray() }
-            widened = added
-        } else {
-            widened = reached
-        }
+    /// What widening the plain operations an operation reaches came to.
+    enum ReachWidening {
+        /// Widened: tell `dependents` that they reach as much.
+        case widened(tell: SmallArray<WeakFinishWatcher>)
+        /// Its reach changed since `expected` was read: widen the new one.
+        case changedMeanwhile
+        /// It is finishing: nothing searches through it any more.
+        case finishing
+    }
+
+    /// The operation waits for one that reaches the plain operations of `widened` (or is one),
+    /// which the caller built from `expected`, the reach it read, outside the lock: building it
+    /// loads weak references, and a load can hold the last reference to an operation.
+    mutating func widenReach(to widened: PlainReach, from expected: PlainReach?) -> ReachWidening {
+        guard !hasBegunFinishing else { return .finishing }
+        guard plainReach === expected else { return .changedMeanwhile }
         dependencyRecords = dependencyRecords?.reaching(widened) ?? DependencyRecords(plainReach: widened)
-        return dependents
+        return .widened(tell: dependents)
     }
 
     mutating func recordCycle(through dependencyName: String) {

@@ -10,9 +10,13 @@ import Foundation
 /// whole graph behind the dependency (a chain whose head waits for a plain operation would make
 /// that quadratic).
 ///
+/// A reach only grows: a dependency removed, or finished, leaves what it reached, so a search
+/// from a reach may find a way back that no longer exists, and a hit is confirmed from the
+/// dependency itself (`waitForNewDependency(_:hasLiveDependents:)`).
+///
 /// Immutable, as the lifecycle is a value: a change makes a new one. The operations are held
 /// weakly: one that is gone waits for nothing, so no cycle runs through it, and letting go of a
-/// reach never frees an operation.
+/// reach never frees an operation (reading one may, so reaches are built outside locks).
 final class PlainReach: Sendable {
     /// How many plain operations a reach names before it only says there are more.
     static let capacity = 8
@@ -34,17 +38,19 @@ final class PlainReach: Sendable {
         self.init(operations: [Weak(operation)], isUnbounded: false)
     }
 
-    /// This reach with `other`'s added, or `nil` if `other` adds nothing to it.
+    /// This reach with `other`'s added, or `nil` if `other` adds nothing to it. Those gone are
+    /// dropped (they count toward no capacity). Loads weak references: call it outside locks.
     func adding(_ other: PlainReach) -> PlainReach? {
         guard !isUnbounded else { return nil }
         if other.isUnbounded { return .unbounded }
+        let kept = operations.filter { $0.object != nil }
         let new = other.operations.filter { candidate in
             guard let operation = candidate.object else { return false } // gone: it waits for nothing
-            return !operations.contains { $0.object === operation }
+            return !kept.contains { $0.object === operation }
         }
         guard !new.isEmpty else { return nil }
-        guard operations.count + new.count <= Self.capacity else { return .unbounded }
-        return PlainReach(operations: operations + new, isUnbounded: false)
+        guard kept.count + new.count <= Self.capacity else { return .unbounded }
+        return PlainReach(operations: kept + new, isUnbounded: false)
     }
 
     /// Whether `dependent`, which no `AsyncOperation` waits for, can be reached through this

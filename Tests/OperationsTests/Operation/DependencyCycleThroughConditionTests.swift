@@ -97,26 +97,39 @@ struct DependencyCycleThroughConditionTests {
 
     /// A condition's dependency that waits for the operation (Foundation keeps its dependencies
     /// for good) closes a cycle: once both finished and nothing else holds them, both are freed,
-    /// the operation keeping nothing its condition brought past its finish.
-    @Test func cycleThroughAConditionsPlainDependency_leavesNothingAlive() throws {
+    /// the operation keeping nothing its condition brought past its finish, whether the
+    /// condition came with it or while it waited.
+    @Test(arguments: [false, true])
+    func cycleThroughAConditionsPlainDependency_leavesNothingAlive(addedWhileWaiting: Bool) throws {
         // Given an operation whose condition brings a plain dependency that waits for it
-        let (operation, dependency) = runCycleThroughAPlainDependency()
+        let (operation, dependency) = runCycleThroughAPlainDependency(addedWhileWaiting: addedWhileWaiting)
 
         // Then, once both finished and were dropped, neither is kept alive
         #expect(operation.isReleased(), "the operation was kept alive")
         #expect(dependency.isReleased(), "the condition's dependency was kept alive")
     }
 
-    private func runCycleThroughAPlainDependency() -> (WeakProbe<AsyncOperation>, WeakProbe<Operation>) {
+    private func runCycleThroughAPlainDependency(addedWhileWaiting: Bool) -> (WeakProbe<AsyncOperation>, WeakProbe<Operation>) {
         let produced = Recorder<Operation>()
         let operation = AsyncBlockOperation {}
-        operation.addCondition(StubCondition(name: "ProducesACycle", dependency: { conditioned in
+        let condition = StubCondition(name: "ProducesACycle", dependency: { conditioned in
             let dependency = BlockOperation {}
             dependency.addDependency(conditioned)
             produced.append(dependency)
             return dependency
-        }) { _, completion in completion(.satisfied) })
-        AsyncOperationQueue().addOperation(operation)
+        }) { _, completion in completion(.satisfied) }
+        let queue = AsyncOperationQueue()
+        if addedWhileWaiting {
+            let blocker = BlockOperation {}
+            operation.addDependency(blocker)
+            queue.addOperation(operation)
+            #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+            operation.addCondition(condition)
+            queue.addOperation(blocker)
+        } else {
+            operation.addCondition(condition)
+            queue.addOperation(operation)
+        }
         #expect(waitUntilFinished([operation]))
         let dependency = produced.all.first ?? BlockOperation {}
         #expect(waitUntilFinished([dependency]))

@@ -614,8 +614,9 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     }
 
     /// The plain operations an operation reaches are told to each dependent as it registers, or,
-    /// once it comes to reach more, returned with the dependents to tell, until it finishes.
-    @Test func reachingPlainOperations_isToldToDependents_onlyWhenItAddsSome() {
+    /// once it comes to reach more, returned with the dependents to tell; a reach changed since
+    /// the caller read it is not overwritten, and a finishing operation widens nothing.
+    @Test func widenReach_tellsDependents_unlessTheReachChangedMeanwhile() {
         // Given a lifecycle with a dependent, reaching no plain operation
         var state = OperationLifecycle()
         let early = AsyncBlockOperation {}
@@ -624,32 +625,42 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             return
         }
 
-        // When it comes to wait for a plain operation
+        // When it comes to reach a plain operation
         let plain = BlockOperation {}
         let reached = PlainReach(plain)
-        let told = state.watch(ObjectIdentifier(plain), with: BlockOperation {}, reaching: reached)
+        guard case let .widened(told) = state.widenReach(to: reached, from: nil) else {
+            Issue.record("expected the reach to widen")
+            return
+        }
 
-        // Then the dependent is returned to be told, once, and a later dependent reads it as it registers
+        // Then the dependent is returned to be told, and a later dependent reads it as it registers
         #expect(told.count == 1 && told.first?.object === early)
-        #expect(state.reach(PlainReach(plain)).isEmpty, "nothing new: nobody to tell")
         let late = AsyncBlockOperation {}
         guard case let .willTell(reaching?) = state.addDependent(late) else {
             Issue.record("a later dependent reads what it reaches")
             return
         }
-        #expect(reaching.operations.map(\.object) == [plain])
-        #expect(state.reach(PlainReach(BlockOperation {})).isEmpty, "one gone already reaches nothing")
+        #expect(reaching === reached)
         withExtendedLifetime(early) {}
 
-        // And a finished one tells nobody, and reaches nothing
+        // And a widening built from what it reached before is refused
+        guard case .changedMeanwhile = state.widenReach(to: PlainReach(BlockOperation {}), from: nil) else {
+            Issue.record("expected a widening from an old reach to be refused")
+            return
+        }
+
+        // And a finishing one widens nothing
         _ = state.finish(errors: [])
-        _ = state.completeFinish()
-        #expect(state.reach(reached).isEmpty)
+        guard case .finishing = state.widenReach(to: PlainReach(plain), from: reached) else {
+            Issue.record("expected a finishing operation to widen nothing")
+            return
+        }
     }
 
     /// A reach names up to `PlainReach.capacity` plain operations, each once; past that it only
     /// says there are more, and a search covers the whole graph.
     @Test func plainReach_namesEachOperationOnce_upToItsCapacity() {
+        // Given a reach of as many plain operations as it can name, each added once
         let operations = (0...PlainReach.capacity).map { _ in BlockOperation {} }
         var reach = PlainReach(operations[0])
         #expect(reach.adding(PlainReach(operations[0])) == nil)
@@ -657,9 +668,37 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             reach = reach.adding(PlainReach(operation)) ?? reach
         }
         #expect(reach.operations.count == PlainReach.capacity && !reach.isUnbounded)
+
+        // When one more is added, or an unbounded reach
         let past = reach.adding(PlainReach(operations[PlainReach.capacity]))
+
+        // Then it only says there are more, and nothing widens it further
         #expect(past?.isUnbounded == true)
         #expect(past?.adding(reach) == nil, "nothing widens an unbounded reach")
         #expect(reach.adding(.unbounded)?.isUnbounded == true)
+    }
+
+    /// Plain operations that are gone wait for nothing: a reach drops them, and they count toward
+    /// no capacity.
+    @Test func plainReach_dropsOperationsThatAreGone() {
+        // Given a reach full of plain operations that are gone
+        var reach: PlainReach
+        do {
+            let gone = (0..<PlainReach.capacity).map { _ in BlockOperation {} }
+            reach = PlainReach(gone[0])
+            for operation in gone.dropFirst() {
+                reach = reach.adding(PlainReach(operation)) ?? reach
+            }
+            #expect(reach.operations.count == PlainReach.capacity)
+        }
+        #expect(reach.operations.allSatisfy { $0.object == nil })
+
+        // When a live one is added
+        let live = BlockOperation {}
+        let widened = reach.adding(PlainReach(live))
+
+        // Then it names that one alone
+        #expect(widened?.isUnbounded == false)
+        #expect(widened?.operations.compactMap(\.object) == [live])
     }
 }

@@ -1119,6 +1119,32 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
     }
 
+    /// A plain dependency removed leaves what it reached in the operation's reach (a reach only
+    /// grows): a way back through it that no longer exists is not mistaken for a cycle.
+    @Test func aPlainDependencyRemoved_isNotMistakenForACycle() {
+        // Given d, which depended on the plain p and no longer does, and p, which depends on s
+        let names = (d: uniqueName("removed-d"), s: uniqueName("removed-s"))
+        let executed = Recorder<String>()
+        let p = BlockOperation { executed.append("p") }
+        let d = AsyncBlockOperation { executed.append("d") }
+        d.name = names.d
+        let s = AsyncBlockOperation { executed.append("s") }
+        s.name = names.s
+        d.addDependency(p)
+        d.removeDependency(p)
+        p.addDependency(s)
+
+        // When s comes to depend on d, and all are added
+        s.addDependency(d)
+        AsyncOperationQueue().addOperations([p, d, s], waitUntilFinished: false)
+
+        // Then no cycle is reported, and each runs after what it waits for
+        #expect(waitUntilFinished([p, d, s]), "a hang: \(executed.all) executed")
+        #expect(s.errors.isEmpty, "\(s.errors)")
+        #expect(executed.all == ["d", "s", "p"])
+        #expect(DiagnosticsLog.shared.kinds(about: names.s).isEmpty)
+    }
+
     @Test func diamond_isNotMistakenForACycle() {
         // Given a depends on b and c, which both depend on d
         let names = (a: uniqueName("diamond-a"), b: uniqueName("diamond-b"), c: uniqueName("diamond-c"), d: uniqueName("diamond-d"))
