@@ -1,8 +1,9 @@
 import Foundation
 
-/// What a few operations record about their dependencies, behind one reference so that every
+/// What some operations record about their dependencies, behind one reference so that every
 /// other operation's lifecycle carries a single word for it: the dependency that closes a cycle,
-/// the dependencies its conditions brought, and the plain operations it reaches.
+/// the dependencies its conditions brought, and the plain operations it reaches (so every
+/// operation downstream of a plain one carries a record).
 ///
 /// Immutable: the lifecycle is a value (the explorations copy it to try each next step), so a
 /// change makes a new record rather than changing one that a copy shares.
