@@ -23,9 +23,19 @@ extension AsyncOperation {
             if let dependency = condition.dependency(for: self) {
                 attachDependency(dependency, as: attachment)
             }
-            advance(lifecycle.conditionDependencyAttached())
+            endAttachment(lifecycle.conditionDependencyAttached())
         case .added:
             break
+        }
+    }
+
+    /// Goes on as the end of a condition's attachment says.
+    private func endAttachment(_ end: OperationLifecycle.AttachmentEnd) {
+        switch end {
+        case let .advance(action):
+            advance(action)
+        case var .release(released):
+            DeferredRelease.release(&released)
         }
     }
 
@@ -80,8 +90,11 @@ extension AsyncOperation {
         case let .attachConditions(added, attached):
             _ = attachConditionDependencies(added, to: queue, joining: add)
             endEnqueuing(attached: attached, heldBy: holder, addingTo: queue, joining: add, categories: categories)
-        case let .leaveQueue(ticket):
-            holder?.forgetOperationFinishedWhileAdded(self, ticket: ticket)
+        case .finishedWhileAdded(let turnToForget, var released):
+            if let ticket = turnToForget {
+                holder?.forgetOperationFinishedWhileAdded(self, ticket: ticket)
+            }
+            DeferredRelease.release(&released)
         case let .advance(action):
             if case .none = action {
                 logWaiting() // for its dependencies
@@ -154,8 +167,8 @@ extension AsyncOperation {
         switch lifecycle.addConditionDependency(dependency) {
         case .broughtBefore:
             return .broughtBefore
-        case let .added(hasLiveDependents):
-            return waitForNewDependency(dependency, hasLiveDependents: hasLiveDependents) ? .waits : .doesNotWait
+        case let .added(dependents):
+            return waitForNewDependency(dependency, dependents: dependents) ? .waits : .doesNotWait
         case .alreadyThere:
             return .waitsAlready
         case .tooLate:

@@ -99,8 +99,8 @@ extension AsyncOperation {
     /// that close a cycle together, the one that searches last sees the other's.
     ///
     /// Where no cycle can close, nothing is searched. With a live dependent (an operation or a
-    /// listener waiting for this one, read in the step that added `operation`), the whole graph
-    /// behind `operation` is. With none, a cycle can only close through a plain operation that
+    /// listener waiting for this one: `dependents`, read in the step that added `operation`),
+    /// the whole graph behind `operation` is. With none, a cycle can only close through a plain operation that
     /// waits for this one, unseen, which `operation` must reach (`PlainReach`): the search starts
     /// from those. So a chain of `AsyncOperation`s built front to back searches nothing, or only
     /// what lies behind the plain operation its head waits for.
@@ -108,9 +108,9 @@ extension AsyncOperation {
     /// A reach only grows (a dependency removed, or finished, leaves what it reached), so a hit
     /// from the plain operations reached is confirmed by a search from `operation` itself.
     @discardableResult
-    func waitForNewDependency(_ operation: Operation, hasLiveDependents: Bool) -> Bool {
+    func waitForNewDependency(_ operation: Operation, dependents: SmallArray<WeakFinishWatcher>) -> Bool {
         let reached = startWaiting(for: operation)
-        let closesCycle = if hasLiveDependents {
+        let closesCycle = if dependents.contains(where: { $0.object != nil }) { // loaded unlocked: see `DependencyAddition`
             dependencyWouldCloseCycle(operation)
         } else {
             reached?.leadsBack(to: self, from: operation) == true && dependencyWouldCloseCycle(operation)

@@ -394,8 +394,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(operation.displayName)' was ignored")
         case .alreadyThere:
             break
-        case let .added(hasLiveDependents):
-            waitForNewDependency(operation, hasLiveDependents: hasLiveDependents)
+        case let .added(dependents):
+            waitForNewDependency(operation, dependents: dependents)
         }
     }
 

@@ -97,7 +97,7 @@ struct LifecycleStorage {
     func finishEnqueuing(attached: Int) -> OperationLifecycle.EnqueueEnd { locked.withLock { $0.finishEnqueuing(attached: attached) } }
     func finishEnqueuing(holdingTurnWith conditionCount: Int) -> OperationLifecycle.EnqueuedHoldingTurn { locked.withLock { $0.finishEnqueuing(holdingTurnWith: conditionCount) } }
     func dependencyFinished(_ id: ObjectIdentifier) -> OperationLifecycle.DependencyAction { locked.withLock { $0.dependencyFinished(id) } }
-    func conditionDependencyAttached() -> OperationLifecycle.AdvanceAction { locked.withLock { $0.conditionDependencyAttached() } }
+    func conditionDependencyAttached() -> OperationLifecycle.AttachmentEnd { locked.withLock { $0.conditionDependencyAttached() } }
     func beginEvaluating(categories: [String], categoryLockGate: CategoryLockGate?) -> OperationLifecycle.EvaluationStart { locked.withLock { $0.beginEvaluating(categories: categories, categoryLockGate: categoryLockGate) } }
     func conditionsHandedOut(answeredAtOnce: AnsweredConditions) -> OperationLifecycle.HandedOut { locked.withLock { $0.conditionsHandedOut(answeredAtOnce: answeredAtOnce) } }
     func conditionsAnswered(_ answers: AnsweredConditions) -> OperationLifecycle.ConditionAction { locked.withLock { $0.conditionsAnswered(answers) } }

@@ -62,11 +62,6 @@ extension OperationLifecycle {
         PlaceOnQueue(queue: queue, place: linePlace)
     }
 
-    /// Whether some operation still alive waits for this one.
-    var hasLiveDependents: Bool {
-        dependents.contains { $0.object != nil }
-    }
-
     /// Whether `error` is among its errors (a wait's own timeout, say).
     func collected(_ error: AsyncOperationError) -> Bool {
         errors.contains { ($0 as? AsyncOperationError) == error }

@@ -159,13 +159,16 @@ struct OperationLifecycle {
     /// The dependency that closes a cycle, those its conditions brought and the plain operations
     /// it reaches (`nil` until one is recorded, as for most operations): each dependency a
     /// condition brings is attached once, however many conditions bring it, until the operation
-    /// finishes (or, finished while one was being attached, until it is deallocated).
+    /// finishes (or, finished while one was being attached, until that attachment ends).
     private var dependencyRecords: DependencyRecords?
     /// The dependency that closes a dependency cycle, if one was detected.
     var cycleDependencyName: String? { dependencyRecords?.cycleDependencyName }
     /// The plain operations it reaches through its dependencies (`nil` for none, as for most
     /// operations): where a cycle closing through it would have to run.
     var plainReach: PlainReach? { dependencyRecords?.plainReach }
+    /// Whether it holds dependencies its conditions brought (none once finished, when no
+    /// attachment runs).
+    var holdsConditionDependencies: Bool { dependencyRecords?.conditionDependencies.isEmpty == false }
     /// An `AsyncBlockOperation`'s block through its one call, from its creation until its finish
     /// (see "The block" below); `nil` for other operations.
     private(set) var block: BlockInvocation?
@@ -463,10 +466,11 @@ struct OperationLifecycle {
     enum EnqueueEnd {
         /// Go on as `action` says.
         case advance(AdvanceAction)
-        /// It finished while it was being added (`finish(with:)` from elsewhere), and its queue
-        /// may have heard of the finish before it held the operation: the queue lets go of it,
-        /// and of any turn it gave it (again, if it heard after).
-        case leaveQueue(ticket: UInt64)
+        /// It finished while it was being added (`finish(with:)` from elsewhere). If its queue
+        /// heard of the finish before it held the operation, and gave it a turn
+        /// (`turnToForget`), the queue lets go of it and of that turn (again, if it heard after).
+        /// `released`: what its conditions brought, kept through the add, to let go of now.
+        case finishedWhileAdded(turnToForget: UInt64?, released: SmallArray<Operation>)
         /// Conditions were added while it was being added, after the add read them (from another
         /// condition's `dependency(for:)`, say): attach their dependencies as part of the add,
         /// then end it again, `attached` conditions attached by then.
@@ -477,7 +481,7 @@ struct OperationLifecycle {
     /// waiting, unless conditions were added since.
     mutating func finishEnqueuing(attached: Int) -> EnqueueEnd {
         guard case let .enqueuing(placement) = state else {
-            return turnGivenAfterFinish.map { .leaveQueue(ticket: $0) } ?? .advance(.none)
+            return .finishedWhileAdded(turnToForget: turnGivenAfterFinish, released: endAttachmentPastTheFinish())
         }
         if conditions.count > attached {
             return .attachConditions(Array(conditions[attached...]), attached: conditions.count)
@@ -514,9 +518,8 @@ struct OperationLifecycle {
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
         guard case let .pending(placement, attaching) = state else { return .none }
         if isCancelled { return .finish([]) }
-        // A cycle waits for the attachments too: a finish that began during one would keep what
-        // the conditions brought until the operation goes (a dependency that closes the cycle
-        // holds the operation, so the two would never go).
+        // A cycle waits for the attachments too: they may still bring dependencies, and one
+        // that ends after the finish began would keep what the conditions brought until it ends.
         guard attaching == 0 else { return .none }
         if cycleDependencyName != nil {
             return .finishClosingCycle
@@ -564,10 +567,12 @@ struct OperationLifecycle {
     }
 
     /// What adding a dependency comes to.
-    enum DependencyAddition: Equatable {
-        /// Added. `hasLiveDependents`, read in the same step: some operation still alive waits
-        /// for this one, so the new dependency might lead back to it (a cycle).
-        case added(hasLiveDependents: Bool)
+    enum DependencyAddition {
+        /// Added. `dependents`, read in the same step: the operations (and listeners) that wait
+        /// for this one. If one is still alive, the new dependency might lead back to it (a
+        /// cycle). Whether one is, the caller asks after unlocking: a weak load can hold the
+        /// last reference to one, whose `deinit` must not run under the lock.
+        case added(dependents: SmallArray<WeakFinishWatcher>)
         /// It already had it: nothing changed.
         case alreadyThere
         /// Too late (the operation is past waiting for it, or finishing): ignored.
@@ -581,14 +586,14 @@ struct OperationLifecycle {
         guard !dependencies.contains(where: { $0 === operation }) else { return .alreadyThere }
         dependencies.append(operation)
         unfinishedDependencies.append(ObjectIdentifier(operation))
-        return .added(hasLiveDependents: hasLiveDependents)
+        return .added(dependents: dependents)
     }
 
     /// What a dependency that a condition brought comes to.
-    enum ConditionDependencyAddition: Equatable {
+    enum ConditionDependencyAddition {
         /// Added, as `addDependency(_:)` adds it: wait for it (unless it closes a cycle; see
         /// `DependencyAddition.added`), and add it to a queue unless it is on one.
-        case added(hasLiveDependents: Bool)
+        case added(dependents: SmallArray<WeakFinishWatcher>)
         /// The user added it: it is waited for already; add it to a queue unless it is on one.
         case alreadyThere
         /// Another condition of the operation brought it, and it was attached then: leave it. A
@@ -602,15 +607,17 @@ struct OperationLifecycle {
 
     /// A condition brought `operation` (from `dependency(for:)`): recorded, so that the next
     /// condition to bring it, added with this one or later, leaves it as it is, and added as a
-    /// dependency, in the same step. Recorded even once the operation finished: a condition
-    /// added while it waited may still be bringing its dependency (see
-    /// `keepDependencyRecordsIfAttaching()`).
+    /// dependency, in the same step. Recorded even once the operation began finishing: an
+    /// attachment that began before may still be bringing dependencies, and the records are
+    /// kept until it ends (`keepDependencyRecordsWhileAttaching()`).
     mutating func addConditionDependency(_ operation: Operation) -> ConditionDependencyAddition {
         if let records = dependencyRecords, records.broughtByCondition(operation) { return .broughtBefore }
-        let brought = dependencyRecords?.bringing(operation) ?? DependencyRecords(conditionDependencies: [operation])
-        dependencyRecords = hasBegunFinishing ? brought.keptPastTheFinish() : brought // an attachment still runs
+        if hasBegunFinishing && dependencyRecords?.areKeptPastTheFinish != true {
+            return .tooLate // no attachment runs any more: no condition can bring it again
+        }
+        dependencyRecords = dependencyRecords?.bringing(operation) ?? DependencyRecords(conditionDependencies: [operation])
         switch addDependency(operation) {
-        case let .added(hasLiveDependents): return .added(hasLiveDependents: hasLiveDependents)
+        case let .added(dependents): return .added(dependents: dependents)
         case .alreadyThere: return .alreadyThere
         case .tooLate: return .tooLate
         }
@@ -691,11 +698,7 @@ struct OperationLifecycle {
     /// deallocated to release iteratively.
     mutating func takeDependencies() -> SmallArray<Operation> {
         var taken = Self.take(&dependencies, leaving: SmallArray())
-        if let records = Self.take(&dependencyRecords, leaving: nil) {
-            for dependency in records.conditionDependencies {
-                taken.append(dependency) // held by `taken` too: letting go of the records frees none
-            }
-        }
+        takeConditionDependencies(into: &taken)
         return taken
     }
 
@@ -749,12 +752,24 @@ struct OperationLifecycle {
         return .addedWhileWaiting(ConditionDependencyAttachment(queue: queue, startedBy: foreignQueue, barriers: barriers))
     }
 
+    /// What the end of the attachment of a condition's dependency comes to.
+    enum AttachmentEnd {
+        /// Go on as `action` says.
+        case advance(AdvanceAction)
+        /// The operation finished meanwhile, and this was the last attachment that kept what
+        /// its conditions brought: let go of it, after unlocking.
+        case release(SmallArray<Operation>)
+    }
+
     /// The dependency of a condition added while the operation waited is attached (or it had
     /// none): the operation goes on if nothing else keeps it.
-    mutating func conditionDependencyAttached() -> AdvanceAction {
-        guard case let .pending(placement, attaching) = state else { return .none } // finished meanwhile
+    mutating func conditionDependencyAttached() -> AttachmentEnd {
+        guard case let .pending(placement, attaching) = state else { // it began finishing meanwhile
+            let released = endAttachmentPastTheFinish()
+            return released.isEmpty ? .advance(.none) : .release(released)
+        }
         state = .pending(placement, attaching: attaching - 1)
-        return advanceIfDependenciesFinished()
+        return .advance(advanceIfDependenciesFinished())
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer
@@ -1303,7 +1318,7 @@ struct OperationLifecycle {
             waitsForNotifications: notificationsInFlight > 0
         )
         record(newErrors)
-        keepDependencyRecordsIfAttaching()
+        keepDependencyRecordsWhileAttaching()
         state = .finishing(finishing)
         if finishing.waitsForNotifications { return .none }
         return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
@@ -1428,35 +1443,49 @@ struct OperationLifecycle {
         return remains
     }
 
-    /// A finish begins while a condition's dependency may be being attached (during the add, or
-    /// for a condition added while it waited): what the conditions brought is kept past the
-    /// finish, until the operation is deallocated. That condition may be bringing one of them
-    /// again, and must find that another brought it, or a plain queue holding it would be handed
-    /// it twice. (Only then: a dependency that waits for the operation, which Foundation keeps
-    /// for good, would keep the two alive for ever.)
-    private mutating func keepDependencyRecordsIfAttaching() {
-        guard let records = dependencyRecords else { return }
-        switch state {
-        case .enqueuing, .pending(_, attaching: 1...):
-            dependencyRecords = records.keptPastTheFinish()
-        default:
-            break
+    /// A finish begins while conditions' dependencies may be being attached (by the add, or for
+    /// conditions added while it waited): what the conditions brought is kept past the finish,
+    /// until those attachments end. One of them may be bringing one of those dependencies
+    /// again, and must find that another condition brought it, or a plain queue holding it would
+    /// be handed it twice. (Kept no longer: a dependency that waits for the operation, which
+    /// Foundation keeps for good, would keep the two alive for ever.)
+    private mutating func keepDependencyRecordsWhileAttaching() {
+        let attachments: Int32 = switch state {
+        case .enqueuing: 1 // the add's own, which ends with `finishEnqueuing(attached:)`
+        case let .pending(_, attaching): attaching
+        default: 0
         }
+        guard attachments > 0 else { return }
+        dependencyRecords = (dependencyRecords ?? DependencyRecords()).kept(untilEndOf: attachments)
+    }
+
+    /// An attachment that began before the finish ended. If it was the last, and the finish is
+    /// complete, what the conditions brought is taken out, to let go of.
+    private mutating func endAttachmentPastTheFinish() -> SmallArray<Operation> {
+        guard let records = dependencyRecords, records.areKeptPastTheFinish else { return SmallArray() }
+        dependencyRecords = records.attachmentEnded()
+        guard case .finished = state, dependencyRecords?.areKeptPastTheFinish == false else { return SmallArray() }
+        var taken = SmallArray<Operation>()
+        takeConditionDependencies(into: &taken)
+        return taken
     }
 
     /// Takes out the dependencies a finishing operation lets go of: those the user gave, and those
-    /// its conditions brought, unless an attachment kept them (`keepDependencyRecordsIfAttaching()`).
+    /// its conditions brought, unless an attachment keeps them (`keepDependencyRecordsWhileAttaching()`).
     private mutating func takeDependenciesAtTheFinish() -> SmallArray<Operation> {
         var taken = Self.take(&dependencies, leaving: SmallArray())
-        guard let kept = dependencyRecords, !kept.outlivesTheFinish else {
-            return taken
-        }
-        if let records = Self.take(&dependencyRecords, leaving: nil) {
-            for dependency in records.conditionDependencies {
-                taken.append(dependency) // held by `taken` too: letting go of the records frees none
-            }
+        if dependencyRecords?.areKeptPastTheFinish != true {
+            takeConditionDependencies(into: &taken)
         }
         return taken
+    }
+
+    /// Moves the records, and so the dependencies its conditions brought, into `taken`.
+    private mutating func takeConditionDependencies(into taken: inout SmallArray<Operation>) {
+        guard let records = Self.take(&dependencyRecords, leaving: nil) else { return }
+        for dependency in records.conditionDependencies {
+            taken.append(dependency) // held by `taken` too: letting go of the records frees none
+        }
     }
 
     /// Moves `value` out, leaving `empty` in its place: one move, where `swap` makes three (a

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// A reach only grows: a dependency removed, or finished, leaves what it reached, so a search
 /// from a reach may find a way back that no longer exists, and a hit is confirmed from the
-/// dependency itself (`waitForNewDependency(_:hasLiveDependents:)`).
+/// dependency itself (`waitForNewDependency(_:dependents:)`).
 ///
 /// Immutable, as the lifecycle is a value: a change makes a new one. The operations are held
 /// weakly: one that is gone waits for nothing, so no cycle runs through it, and letting go of a

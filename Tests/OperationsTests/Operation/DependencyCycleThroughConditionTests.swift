@@ -95,38 +95,57 @@ struct DependencyCycleThroughConditionTests {
         }
     }
 
+    /// When the condition that brings the dependency is added, and what else happens then.
+    enum Bringing: String, CaseIterable, Sendable {
+        /// With the operation, before its add.
+        case withTheAdd
+        /// While the operation waits for a dependency.
+        case whileWaiting
+        /// While it waits, the condition cancelling the operation as it brings the dependency:
+        /// the operation finishes while the dependency is being attached.
+        case whileWaitingCancellingIt
+        /// With the operation, the condition finishing it during its add.
+        case withTheAddFinishingIt
+    }
+
     /// A condition's dependency that waits for the operation (Foundation keeps its dependencies
     /// for good) closes a cycle: once both finished and nothing else holds them, both are freed,
-    /// the operation keeping nothing its condition brought past its finish, whether the
-    /// condition came with it or while it waited.
-    @Test(arguments: [false, true])
-    func cycleThroughAConditionsPlainDependency_leavesNothingAlive(addedWhileWaiting: Bool) throws {
+    /// the operation keeping nothing its condition brought past its finish and the attachment,
+    /// however the condition came and whatever finished the operation.
+    @Test(arguments: Bringing.allCases)
+    func cycleThroughAConditionsPlainDependency_leavesNothingAlive(bringing: Bringing) throws {
         // Given an operation whose condition brings a plain dependency that waits for it
-        let (operation, dependency) = runCycleThroughAPlainDependency(addedWhileWaiting: addedWhileWaiting)
+        let (operation, dependency) = runCycleThroughAPlainDependency(bringing: bringing)
 
         // Then, once both finished and were dropped, neither is kept alive
         #expect(operation.isReleased(), "the operation was kept alive")
         #expect(dependency.isReleased(), "the condition's dependency was kept alive")
     }
 
-    private func runCycleThroughAPlainDependency(addedWhileWaiting: Bool) -> (WeakProbe<AsyncOperation>, WeakProbe<Operation>) {
+    private func runCycleThroughAPlainDependency(bringing: Bringing) -> (WeakProbe<AsyncOperation>, WeakProbe<Operation>) {
         let produced = Recorder<Operation>()
         let operation = AsyncBlockOperation {}
         let condition = StubCondition(name: "ProducesACycle", dependency: { conditioned in
+            switch bringing {
+            case .whileWaitingCancellingIt: conditioned.cancel()
+            case .withTheAddFinishingIt: conditioned.finish()
+            case .withTheAdd, .whileWaiting: break
+            }
             let dependency = BlockOperation {}
             dependency.addDependency(conditioned)
             produced.append(dependency)
             return dependency
         }) { _, completion in completion(.satisfied) }
         let queue = AsyncOperationQueue()
-        if addedWhileWaiting {
+        switch bringing {
+        case .whileWaiting, .whileWaitingCancellingIt:
             let blocker = BlockOperation {}
             operation.addDependency(blocker)
             queue.addOperation(operation)
             #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
             operation.addCondition(condition)
             queue.addOperation(blocker)
-        } else {
+        case .withTheAdd, .withTheAddFinishingIt:
             operation.addCondition(condition)
             queue.addOperation(operation)
         }

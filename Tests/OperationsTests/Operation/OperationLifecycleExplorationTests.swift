@@ -539,7 +539,7 @@ private struct Explorer {
             event("the late condition brings the dependency an earlier one brought") { world in
                 world.lateConditionBrought = true
                 let answer = world.life.addConditionDependency(dependency)
-                if answer != .broughtBefore {
+                if answer.kind != .broughtBefore {
                     world.violate("a condition bringing again what an earlier one brought was answered \(answer), not .broughtBefore: a plain queue holding it unstarted would be handed it twice")
                 }
             }
@@ -547,9 +547,14 @@ private struct Explorer {
         if world.lateConditionBrought && !world.lateConditionAttached {
             event("the late condition's dependency is attached") { world in
                 world.lateConditionAttached = true
-                let action = world.life.conditionDependencyAttached()
-                if case .none = action { return }
-                world.spawn([.advance(Advance(action))])
+                switch world.life.conditionDependencyAttached() {
+                case .advance(.none):
+                    return
+                case let .advance(action):
+                    world.spawn([.advance(Advance(action))])
+                case .release:
+                    if world.life.phase != .finished { world.violate("let go of what the conditions brought before it finished") }
+                }
             }
         }
         if world.lateDependencyAdded && !world.lateDependencyFinished {
@@ -770,7 +775,9 @@ private struct Explorer {
             case .attachConditions:
                 world.violate("asked to attach conditions, though none was added during the add")
                 return []
-            case .leaveQueue:
+            case let .finishedWhileAdded(turnToForget, _):
+                if ![.finishing, .finished].contains(world.life.phase) { world.violate("ended its add as a finished operation's before it began finishing") }
+                guard turnToForget != nil else { return [] }
                 if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
                 queueHearsFinishBeforeHandOff(in: &world) // again
                 return []
@@ -1192,6 +1199,9 @@ private struct Explorer {
             world.violate("the queue still holds the finished operation")
         }
         if world.holdsTurnFromAdd { world.violate("the finished operation still holds the turn its queue gave it") }
+        if life.holdsConditionDependencies {
+            world.violate("the finished operation keeps what its conditions brought: a dependency that waits for it would keep both alive for ever")
+        }
     }
 }
 

@@ -322,7 +322,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
 
         // Then the queue lets go of it
-        guard case .leaveQueue(ticket: 9) = state.finishEnqueuing(attached: state.conditions.count) else {
+        guard case .finishedWhileAdded(turnToForget: 9, _) = state.finishEnqueuing(attached: state.conditions.count) else {
             Issue.record("the queue must let go of it")
             return
         }
@@ -456,7 +456,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.phase == .pending)
 
         // Then it goes on to its conditions once the dependency is attached
-        guard case let .evaluateConditions(conditions, _, ticket) = state.conditionDependencyAttached() else {
+        guard case let .advance(.evaluateConditions(conditions, _, ticket)) = state.conditionDependencyAttached() else {
             Issue.record("expected it to evaluate its conditions")
             return
         }
@@ -469,18 +469,18 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         // Given a lifecycle whose condition brought a dependency
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency).kind == .added)
 
         // Then another condition bringing it leaves it, until it is removed
-        #expect(state.addConditionDependency(dependency) == .broughtBefore)
-        #expect(state.addConditionDependency(BlockOperation {}) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency).kind == .broughtBefore)
+        #expect(state.addConditionDependency(BlockOperation {}).kind == .added)
         _ = state.removeDependency(dependency)
-        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency).kind == .added)
 
         // And one the user added is there already, but not brought before
         let usersOwn = BlockOperation {}
         _ = state.addDependency(usersOwn)
-        #expect(state.addConditionDependency(usersOwn) == .alreadyThere)
+        #expect(state.addConditionDependency(usersOwn).kind == .alreadyThere)
 
         // And once it finishes after executing, it lets go of all of them, with its own
         _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
@@ -503,14 +503,16 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     }
 
     /// An operation cancelled while a condition added as it waited is attaching its dependency
-    /// keeps what its conditions brought until it is deallocated: that condition may be bringing
-    /// one of them again, and must find it brought before.
-    @Test func conditionDependency_outlivesAFinishDuringAnAttachment_untilTheOperationGoes() {
+    /// keeps what its conditions brought until that attachment ends: that condition may be
+    /// bringing one of them again, and must find it brought before. Then it lets go of them: a
+    /// dependency that waits for the operation (which Foundation keeps for good) would otherwise
+    /// keep both alive for ever.
+    @Test func conditionDependency_outlivesAFinishDuringAnAttachment_untilTheAttachmentEnds() {
         // Given a waiting operation whose condition brought a dependency, and a condition added
         // since, whose dependency is being attached
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        #expect(state.addConditionDependency(dependency) == .added(hasLiveDependents: false))
+        #expect(state.addConditionDependency(dependency).kind == .added)
         _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
         _ = state.finishEnqueuing(attached: 0)
         guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
@@ -524,15 +526,47 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         let remains = state.completeFinish()
         #expect(state.phase == .finished)
 
-        // Then the attaching condition finds the dependency brought before
+        // Then the attaching condition finds the dependency brought before, and records what it
+        // brings first
         #expect(remains.released.count == 1, "the dependency, as one the operation waited for")
-        #expect(state.addConditionDependency(dependency) == .broughtBefore)
-        _ = state.conditionDependencyAttached()
-        #expect(state.addConditionDependency(BlockOperation {}) == .tooLate)
+        #expect(state.addConditionDependency(dependency).kind == .broughtBefore)
+        let another = BlockOperation {}
+        #expect(state.addConditionDependency(another).kind == .tooLate)
+        #expect(state.addConditionDependency(another).kind == .broughtBefore)
 
-        // And the operation lets go of both when it goes
-        #expect(state.takeDependencies().count == 2)
-        #expect(state.addConditionDependency(dependency) == .tooLate)
+        // And the end of the attachment lets go of both
+        guard case let .release(released) = state.conditionDependencyAttached() else {
+            Issue.record("expected the end of the attachment to let go of what the conditions brought")
+            return
+        }
+        #expect(released.count == 2)
+        #expect(state.addConditionDependency(dependency).kind == .tooLate)
+        #expect(state.takeDependencies().isEmpty)
+    }
+
+    /// An operation finished while it is being added (from a condition's `dependency(for:)`,
+    /// say) keeps what its conditions brought until the add ends, then lets go of it.
+    @Test func conditionDependency_outlivesAFinishDuringTheAdd_untilTheAddEnds() {
+        // Given an operation being added, whose condition brought a dependency
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        _ = state.addCondition(Condition(), satisfiedByConstruction: false)
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        #expect(state.addConditionDependency(dependency).kind == .added)
+
+        // When it finishes during the add
+        _ = state.finish(errors: [])
+        let remains = state.completeFinish()
+        #expect(remains.released.count == 1, "the dependency, as one the operation waited for")
+        #expect(state.addConditionDependency(dependency).kind == .broughtBefore)
+
+        // Then the end of the add lets go of it
+        guard case let .finishedWhileAdded(_, released) = state.finishEnqueuing(attached: state.conditions.count) else {
+            Issue.record("expected the add to end as a finished operation's")
+            return
+        }
+        #expect(released.count == 1)
+        #expect(state.takeDependencies().isEmpty)
     }
 
     /// An operation cancelled while nothing is being attached lets go of what its conditions
@@ -593,23 +627,23 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
     }
 
-    /// Adding a dependency says, in the same step, whether anything still waits for the
-    /// operation: only then can the new dependency lead back to it.
-    @Test func addDependency_saysWhetherALiveOperationWaitsForThisOne() {
+    /// Adding a dependency hands out, from the same step, what waits for the operation: only
+    /// if one of them is alive can the new dependency lead back to it.
+    @Test func addDependency_handsOutWhatWaitsForThisOne() {
         var state = OperationLifecycle()
         let first = BlockOperation {}
-        guard case .added(hasLiveDependents: false) = state.addDependency(first) else {
+        guard case let .added(dependents) = state.addDependency(first), dependents.isEmpty else {
             Issue.record("nothing waits for it yet")
             return
         }
         let dependent = AsyncBlockOperation {}
         _ = state.addDependent(dependent)
         withExtendedLifetime(dependent) {
-            guard case .added(hasLiveDependents: true) = state.addDependency(BlockOperation {}) else {
+            guard case let .added(dependents) = state.addDependency(BlockOperation {}), dependents.first?.object === dependent else {
                 Issue.record("a live dependent waits for it")
                 return
             }
-            #expect(state.addDependency(first) == .alreadyThere)
+            #expect(state.addDependency(first).kind == .alreadyThere)
         }
     }
 

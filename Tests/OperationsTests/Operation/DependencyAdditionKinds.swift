@@ -1,0 +1,33 @@
+@testable import Operations
+
+// The answers to adding a dependency carry the dependents read in the step, which are not
+// comparable: tests compare what the answer was.
+
+/// What adding a dependency came to, without what it carries.
+enum DependencyAdditionKind: Equatable {
+    case added
+    case alreadyThere
+    case broughtBefore
+    case tooLate
+}
+
+extension OperationLifecycle.DependencyAddition {
+    var kind: DependencyAdditionKind {
+        switch self {
+        case .added: .added
+        case .alreadyThere: .alreadyThere
+        case .tooLate: .tooLate
+        }
+    }
+}
+
+extension OperationLifecycle.ConditionDependencyAddition {
+    var kind: DependencyAdditionKind {
+        switch self {
+        case .added: .added
+        case .alreadyThere: .alreadyThere
+        case .broughtBefore: .broughtBefore
+        case .tooLate: .tooLate
+        }
+    }
+}
