@@ -852,14 +852,7 @@ import TestSupport
         // Given an operation a plain queue started, waiting for a dependency its condition
         // brought, which that queue holds but cannot start yet
         let log = Recorder<String>()
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
-        let operation = AsyncBlockOperation { log.append("operation") }
-        operation.addCondition(StubCondition.satisfied(bringing: dependency))
-        let plainQueue = OperationQueue()
-        plainQueue.addOperation(operation)
-        #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+        let (operation, dependency, blocker, plainQueue) = waitingOnPlainQueueForAHeldDependency(plainDependency: plainDependency, log: log)
 
         // When a condition bringing the same dependency is added, and the blocker finishes
         operation.addCondition(StubCondition.satisfied(bringing: dependency))
@@ -909,14 +902,7 @@ import TestSupport
         // Given an operation a plain queue started, waiting for a dependency its condition
         // brought, which that queue holds but cannot start yet
         let log = Recorder<String>()
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
-        let operation = AsyncBlockOperation { log.append("operation") }
-        operation.addCondition(StubCondition.satisfied(bringing: dependency))
-        let plainQueue = OperationQueue()
-        plainQueue.addOperation(operation)
-        #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+        let (operation, dependency, blocker, plainQueue) = waitingOnPlainQueueForAHeldDependency(plainDependency: plainDependency, log: log)
 
         // When a condition is added that cancels the operation, then brings the same dependency
         operation.addCondition(StubCondition(name: "Cancels", dependency: { operation in
@@ -963,6 +949,22 @@ import TestSupport
     /// `AsyncBlockOperation` if `plain` is false.
     private func loggedDependency(plain: Bool, log: Recorder<String>) -> Operation {
         plain ? BlockOperation { log.append("dependency") } : AsyncBlockOperation { log.append("dependency") }
+    }
+
+    /// An operation that logs "operation", started by a plain queue and waiting for a dependency
+    /// (logging "dependency") that its condition brought, which that queue holds but cannot
+    /// start until `blocker`, not yet on any queue, finishes.
+    private func waitingOnPlainQueueForAHeldDependency(plainDependency: Bool, log: Recorder<String>)
+        -> (operation: AsyncBlockOperation, dependency: Operation, blocker: BlockOperation, plainQueue: OperationQueue) {
+        let blocker = BlockOperation {}
+        let dependency = loggedDependency(plain: plainDependency, log: log)
+        dependency.addDependency(blocker)
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        #expect(waitUntil { operation.snapshot().state == .waitingForDependencies })
+        return (operation, dependency, blocker, plainQueue)
     }
 
     /// Adds `operation` to a serial plain queue, followed by a sentinel that can only run first if

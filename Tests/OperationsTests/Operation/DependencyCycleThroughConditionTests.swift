@@ -31,32 +31,28 @@ struct DependencyCycleThroughConditionTests {
     @Test(arguments: Shape.allCases)
     func cycleThroughAConditionsDependency_isDiagnosedAndBroken(shape: Shape) throws {
         // Given an operation whose condition produces a dependency that leads back to it
-        let names = (operation: uniqueName("conditioned"), produced: uniqueName("produced"), middle: uniqueName("middle"))
-        let executed = Recorder<String>()
-        let middle = AsyncBlockOperation { executed.append("middle") }
-        middle.name = names.middle
-        let plainMiddle = BlockOperation { executed.append("middle") }
-        plainMiddle.name = names.middle
+        let operations = RecordingOperations("cycle")
+        let executed = operations.executed
+        let middle = operations.make("middle")
+        let plainMiddle = operations.makePlain("middle")
         let produced = Recorder<Operation>()
-        let operation = AsyncBlockOperation { executed.append("conditioned") }
-        operation.name = names.operation
+        let operation = operations.make("conditioned")
         operation.addCondition(StubCondition(name: "ProducesACycle", dependency: { conditioned in
             let dependency: Operation
             switch shape {
             case .asyncDependency:
-                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency = operations.make("produced")
                 dependency.addDependency(conditioned)
             case .plainDependency:
-                dependency = BlockOperation { executed.append("produced") }
+                dependency = operations.makePlain("produced")
                 dependency.addDependency(conditioned)
             case .throughAnotherOperation:
-                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency = operations.make("produced")
                 dependency.addDependency(middle)
             case .throughAPlainOperation:
-                dependency = AsyncBlockOperation { executed.append("produced") }
+                dependency = operations.make("produced")
                 dependency.addDependency(plainMiddle)
             }
-            dependency.name = names.produced
             produced.append(dependency)
             return dependency
         }) { _, completion in
@@ -76,7 +72,7 @@ struct DependencyCycleThroughConditionTests {
         queue.addOperations(added, waitUntilFinished: false)
 
         // Then everything finishes, and the cycle was reported and broken with .dependencyCycle
-        try #require(waitUntilFinished(added), "a silent hang: \(executed.all) executed, diagnostics \([names.operation, names.produced, names.middle].flatMap(DiagnosticsLog.shared.kinds(about:)))")
+        try #require(waitUntilFinished(added), "a silent hang: \(executed.all) executed, diagnostics \(["conditioned", "produced", "middle"].map(operations.name).flatMap(DiagnosticsLog.shared.kinds(about:)))")
         let dependency = try #require(produced.all.first, "the condition's dependency was never asked for")
         #expect(waitUntilFinished([dependency]))
         let involved: [Operation] = added + [dependency]
@@ -86,7 +82,7 @@ struct DependencyCycleThroughConditionTests {
             .compactMap { $0 as? AsyncOperationError }
             .filter { if case .dependencyCycle = $0 { true } else { false } }
         #expect(!cycleErrors.isEmpty, "no operation finished with .dependencyCycle; executed \(executed.all)")
-        let diagnosed = [names.operation, names.produced, names.middle].flatMap(DiagnosticsLog.shared.kinds(about:))
+        let diagnosed = ["conditioned", "produced", "middle"].map(operations.name).flatMap(DiagnosticsLog.shared.kinds(about:))
         #expect(diagnosed.contains(.dependencyCycle), "diagnostics: \(diagnosed)")
         if shape == .plainDependency || shape == .throughAPlainOperation {
             // Only the conditioned operation can carry the error: it closed the cycle

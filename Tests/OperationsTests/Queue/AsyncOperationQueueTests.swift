@@ -1038,12 +1038,9 @@ import TestSupport
 
     @Test func twoOperationCycle_failsTheOperationThatClosedItAndTheOtherRuns() {
         // Given a depends on b, and b then depends on a
-        let names = (a: uniqueName("cycle-a"), b: uniqueName("cycle-b"))
-        let executed = Recorder<String>()
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let b = AsyncBlockOperation { executed.append("b") }
-        b.name = names.b
+        let operations = RecordingOperations("cycle")
+        let a = operations.make("a")
+        let b = operations.make("b")
         a.addDependency(b)
         b.addDependency(a)
 
@@ -1052,23 +1049,19 @@ import TestSupport
 
         // Then b, which closed the cycle, fails without executing, and a runs after it
         #expect(waitUntilFinished([a, b]))
-        #expect(b.errors.asOperationErrors == [.dependencyCycle(operation: names.b, dependency: names.a)])
+        #expect(b.errors.asOperationErrors == [.dependencyCycle(operation: operations.name("b"), dependency: operations.name("a"))])
         #expect(a.errors.isEmpty)
-        #expect(executed.all == ["a"])
-        #expect(DiagnosticsLog.shared.kinds(about: names.b) == [.dependencyCycle])
-        #expect(DiagnosticsLog.shared.kinds(about: names.a).isEmpty)
+        #expect(operations.executed.all == ["a"])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("b")) == [.dependencyCycle])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("a")).isEmpty)
     }
 
     @Test func threeOperationCycle_failsTheOperationThatClosedItAndTheRestRunInOrder() {
         // Given a depends on b, b on c, and c then on a
-        let names = (a: uniqueName("cycle-a"), b: uniqueName("cycle-b"), c: uniqueName("cycle-c"))
-        let executed = Recorder<String>()
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let b = AsyncBlockOperation { executed.append("b") }
-        b.name = names.b
-        let c = AsyncBlockOperation { executed.append("c") }
-        c.name = names.c
+        let operations = RecordingOperations("cycle")
+        let a = operations.make("a")
+        let b = operations.make("b")
+        let c = operations.make("c")
         a.addDependency(b)
         b.addDependency(c)
         c.addDependency(a)
@@ -1078,9 +1071,9 @@ import TestSupport
 
         // Then c fails without executing, and b then a run
         #expect(waitUntilFinished([a, b, c]))
-        #expect(c.errors.asOperationErrors == [.dependencyCycle(operation: names.c, dependency: names.a)])
-        #expect(executed.all == ["b", "a"])
-        #expect(DiagnosticsLog.shared.kinds(about: names.c) == [.dependencyCycle])
+        #expect(c.errors.asOperationErrors == [.dependencyCycle(operation: operations.name("c"), dependency: operations.name("a"))])
+        #expect(operations.executed.all == ["b", "a"])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("c")) == [.dependencyCycle])
     }
 
     /// A cycle closed through a plain operation, by an operation no `AsyncOperation` waits for:
@@ -1090,15 +1083,11 @@ import TestSupport
     @Test(arguments: [false, true])
     func cycleThroughAPlainOperation_failsTheOperationThatClosedIt(throughAnother: Bool) {
         // Given d depends on the plain p (or on e, which then depends on p), and p on a
-        let names = (a: uniqueName("cycle-a"), d: uniqueName("cycle-d"), e: uniqueName("cycle-e"))
-        let executed = Recorder<String>()
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let d = AsyncBlockOperation { executed.append("d") }
-        d.name = names.d
-        let e = AsyncBlockOperation { executed.append("e") }
-        e.name = names.e
-        let p = BlockOperation { executed.append("p") }
+        let operations = RecordingOperations("cycle")
+        let a = operations.make("a")
+        let d = operations.make("d")
+        let e = operations.make("e")
+        let p = operations.makePlain("p")
         if throughAnother {
             d.addDependency(e)
             e.addDependency(p)
@@ -1113,23 +1102,20 @@ import TestSupport
         AsyncOperationQueue().addOperations(added, waitUntilFinished: false)
 
         // Then a fails without executing instead of waiting forever, and the rest runs after it
-        #expect(waitUntilFinished(added), "a silent hang: \(executed.all) executed")
-        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: names.a, dependency: names.d)])
-        #expect(executed.all == (throughAnother ? ["p", "e", "d"] : ["p", "d"]))
-        #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
+        #expect(waitUntilFinished(added), "a silent hang: \(operations.executed.all) executed")
+        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: operations.name("a"), dependency: operations.name("d"))])
+        #expect(operations.executed.all == (throughAnother ? ["p", "e", "d"] : ["p", "d"]))
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("a")) == [.dependencyCycle])
     }
 
     /// A plain dependency removed leaves what it reached in the operation's reach (a reach only
     /// grows): a way back through it that no longer exists is not mistaken for a cycle.
     @Test func aPlainDependencyRemoved_isNotMistakenForACycle() {
         // Given d, which depended on the plain p and no longer does, and p, which depends on s
-        let names = (d: uniqueName("removed-d"), s: uniqueName("removed-s"))
-        let executed = Recorder<String>()
-        let p = BlockOperation { executed.append("p") }
-        let d = AsyncBlockOperation { executed.append("d") }
-        d.name = names.d
-        let s = AsyncBlockOperation { executed.append("s") }
-        s.name = names.s
+        let operations = RecordingOperations("removed")
+        let p = operations.makePlain("p")
+        let d = operations.make("d")
+        let s = operations.make("s")
         d.addDependency(p)
         d.removeDependency(p)
         p.addDependency(s)
@@ -1139,24 +1125,19 @@ import TestSupport
         AsyncOperationQueue().addOperations([p, d, s], waitUntilFinished: false)
 
         // Then no cycle is reported, and each runs after what it waits for
-        #expect(waitUntilFinished([p, d, s]), "a hang: \(executed.all) executed")
+        #expect(waitUntilFinished([p, d, s]), "a hang: \(operations.executed.all) executed")
         #expect(s.errors.isEmpty, "\(s.errors)")
-        #expect(executed.all == ["d", "s", "p"])
-        #expect(DiagnosticsLog.shared.kinds(about: names.s).isEmpty)
+        #expect(operations.executed.all == ["d", "s", "p"])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("s")).isEmpty)
     }
 
     @Test func diamond_isNotMistakenForACycle() {
         // Given a depends on b and c, which both depend on d
-        let names = (a: uniqueName("diamond-a"), b: uniqueName("diamond-b"), c: uniqueName("diamond-c"), d: uniqueName("diamond-d"))
-        let executed = Recorder<String>()
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let b = AsyncBlockOperation { executed.append("b") }
-        b.name = names.b
-        let c = AsyncBlockOperation { executed.append("c") }
-        c.name = names.c
-        let d = AsyncBlockOperation { executed.append("d") }
-        d.name = names.d
+        let operations = RecordingOperations("diamond")
+        let a = operations.make("a")
+        let b = operations.make("b")
+        let c = operations.make("c")
+        let d = operations.make("d")
         a.addDependency(b)
         a.addDependency(c)
         b.addDependency(d)
@@ -1167,12 +1148,12 @@ import TestSupport
 
         // Then all run, d first and a last, and nothing is reported
         #expect(waitUntilFinished([a, b, c, d]))
-        let order = executed.all
+        let order = operations.executed.all
         #expect(order.first == "d")
         #expect(order.last == "a")
         #expect(order.count == 4)
         #expect([a, b, c, d].allSatisfy { $0.errors.isEmpty })
-        #expect([names.a, names.b, names.c, names.d].allSatisfy { DiagnosticsLog.shared.kinds(about: $0).isEmpty })
+        #expect(["a", "b", "c", "d"].allSatisfy { DiagnosticsLog.shared.kinds(about: operations.name($0)).isEmpty })
     }
 
     @Test func selfDependency_isReportedAndFailsTheOperation() {
@@ -1195,14 +1176,11 @@ import TestSupport
 
     @Test func cycleClosedByAnOperationAlreadyWaiting_failsItOnceItStopsWaiting() {
         // Given a waits on a queue for a gated dependency, and b depends on a
-        let names = (a: uniqueName("cycle-a"), b: uniqueName("cycle-b"))
+        let operations = RecordingOperations("cycle")
         let gate = HeldCallback<(any Error)?>()
-        let executed = Recorder<String>()
         let dependency = AsyncBlockOperation { finish in gate.hold(finish) }
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let b = AsyncBlockOperation { executed.append("b") }
-        b.name = names.b
+        let a = operations.make("a")
+        let b = operations.make("b")
         a.addDependency(dependency)
         let queue = AsyncOperationQueue()
         queue.addOperations([dependency, a], waitUntilFinished: false)
@@ -1216,20 +1194,17 @@ import TestSupport
 
         // Then a fails without executing, and b runs after it
         #expect(waitUntilFinished([a, b]))
-        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: names.a, dependency: names.b)])
-        #expect(executed.all == ["b"])
-        #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
+        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: operations.name("a"), dependency: operations.name("b"))])
+        #expect(operations.executed.all == ["b"])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("a")) == [.dependencyCycle])
     }
 
     @Test
     func cycleThroughAPlainOperation_isReportedAndBroken() {
         // Given a plain operation that depends on a, and a that then depends on it
-        let names = (a: uniqueName("cycle-a"), plain: uniqueName("cycle-plain"))
-        let executed = Recorder<String>()
-        let a = AsyncBlockOperation { executed.append("a") }
-        a.name = names.a
-        let plain = BlockOperation { executed.append("plain") }
-        plain.name = names.plain
+        let operations = RecordingOperations("cycle")
+        let a = operations.make("a")
+        let plain = operations.makePlain("plain")
         plain.addDependency(a)
         a.addDependency(plain)
 
@@ -1239,9 +1214,9 @@ import TestSupport
 
         // Then a, which closed the cycle, is reported and fails, and the plain one runs after it
         #expect(waitUntilFinished([a, plain], timeout: 5))
-        #expect(DiagnosticsLog.shared.kinds(about: names.a) == [.dependencyCycle])
-        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: names.a, dependency: names.plain)])
-        #expect(executed.all == ["plain"])
+        #expect(DiagnosticsLog.shared.kinds(about: operations.name("a")) == [.dependencyCycle])
+        #expect(a.errors.asOperationErrors == [.dependencyCycle(operation: operations.name("a"), dependency: operations.name("plain"))])
+        #expect(operations.executed.all == ["plain"])
         if !a.isFinished { queue.cancelAllOperations() }
     }
 
