@@ -214,8 +214,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         switch action {
         case .none:
             break
-        case let .finish(errors):
-            finish(errors: errors)
+        case let .finish(childErrors):
+            perform(lifecycle.finish(afterChildren: childErrors)) // the children's errors first
         case let .deliverHeldFinish(childErrors):
             deliverHeldFinish(prepending: childErrors)
         }

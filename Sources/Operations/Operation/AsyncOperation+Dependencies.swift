@@ -82,11 +82,11 @@ extension AsyncOperation {
 
     // MARK: - Cycles
 
-    /// `dependency` closes a dependency cycle; `forgetting` is its identity if it was just
-    /// counted as unfinished.
-    func recordCycle(through dependency: Operation, forgetting id: ObjectIdentifier? = nil) {
+    /// `dependency` closes a dependency cycle; `wasCounted` if it was just counted as
+    /// unfinished (the operation itself never is).
+    func recordCycle(through dependency: Operation, wasCounted: Bool = false) {
         let name = dependency.displayName
-        let action = lifecycle.recordCycle(through: name, forgetting: id)
+        let action = lifecycle.recordCycle(through: ObjectIdentifier(dependency), name: name, wasCounted: wasCounted)
         OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
         advance(action)
     }
@@ -96,13 +96,15 @@ extension AsyncOperation {
     /// `AsyncOperationError.dependencyCycle` instead of waiting forever. Whether it waits.
     ///
     /// The wait and what it reaches are published before the search: of two adds on two threads
-    /// that close a cycle together, the one that searches last sees the other's.
+    /// that close a cycle together, and that both search, the one that searches last sees the
+    /// other's. (Two operations that nothing waits for, each made to depend on the other at the
+    /// same moment, may both read no dependent and search nothing: that cycle goes unreported.)
     ///
     /// Where no cycle can close, nothing is searched. With a live dependent (an operation or a
     /// listener waiting for this one: `dependents`, read in the step that added `operation`),
-    /// the whole graph behind `operation` is. With none, a cycle can only close through a plain operation that
-    /// waits for this one, unseen, which `operation` must reach (`PlainReach`): the search starts
-    /// from those. So a chain of `AsyncOperation`s built front to back searches nothing, or only
+    /// the whole graph behind `operation` is. With none, a cycle can only close through a plain
+    /// operation that waits for this one, unseen, which `operation` must reach (`PlainReach`):
+    /// the search starts from those. So a chain of `AsyncOperation`s built front to back searches nothing, or only
     /// what lies behind the plain operation its head waits for.
     ///
     /// A reach only grows (a dependency removed, or finished, leaves what it reached), so a hit
@@ -116,7 +118,7 @@ extension AsyncOperation {
             reached?.leadsBack(to: self, from: operation) == true && dependencyWouldCloseCycle(operation)
         }
         guard closesCycle else { return true }
-        recordCycle(through: operation, forgetting: ObjectIdentifier(operation))
+        recordCycle(through: operation, wasCounted: true)
         return false
     }
 

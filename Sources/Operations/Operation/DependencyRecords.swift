@@ -1,15 +1,22 @@
 import Foundation
 
 /// What some operations record about their dependencies, behind one reference so that every
-/// other operation's lifecycle carries a single word for it: the dependency that closes a cycle,
-/// the dependencies its conditions brought, and the plain operations it reaches (so every
+/// other operation's lifecycle carries a single word for it: the dependencies that close a
+/// cycle, the dependencies its conditions brought, and the plain operations it reaches (so every
 /// operation downstream of a plain one carries a record).
 ///
 /// Immutable: the lifecycle is a value (the explorations copy it to try each next step), so a
 /// change makes a new record rather than changing one that a copy shares.
 final class DependencyRecords: Sendable {
-    /// The dependency that closes a dependency cycle, if one was detected.
-    let cycleDependencyName: String?
+    /// A dependency that closes a dependency cycle: its identity (it stays among the
+    /// operation's dependencies, which hold it, until removed) and its name, for the error.
+    struct ClosedCycle: Sendable {
+        let dependency: ObjectIdentifier
+        let name: String
+    }
+
+    /// The dependencies that close a dependency cycle, in the order they were detected.
+    let closedCycles: [ClosedCycle]
     /// The dependencies the operation's conditions brought. Held, not only identified: a
     /// dependency freed meanwhile could leave its address to the next one a condition brings.
     let conditionDependencies: [Operation]
@@ -20,11 +27,16 @@ final class DependencyRecords: Sendable {
     /// The plain operations the operation reaches through its dependencies, if any.
     let plainReach: PlainReach?
 
-    init(cycleDependencyName: String? = nil, conditionDependencies: [Operation] = [], attachmentsPastTheFinish: Int32 = 0, plainReach: PlainReach? = nil) {
-        self.cycleDependencyName = cycleDependencyName
+    init(closedCycles: [ClosedCycle] = [], conditionDependencies: [Operation] = [], attachmentsPastTheFinish: Int32 = 0, plainReach: PlainReach? = nil) {
+        self.closedCycles = closedCycles
         self.conditionDependencies = conditionDependencies
         self.attachmentsPastTheFinish = attachmentsPastTheFinish
         self.plainReach = plainReach
+    }
+
+    /// The name of the last dependency found to close a cycle that is still a dependency.
+    var cycleDependencyName: String? {
+        closedCycles.last?.name
     }
 
     /// Whether a condition brought `operation`.
@@ -32,19 +44,22 @@ final class DependencyRecords: Sendable {
         conditionDependencies.contains { $0 === operation }
     }
 
-    /// These records, with `name` as the dependency that closes a cycle.
-    func closingCycle(through name: String) -> DependencyRecords {
-        DependencyRecords(cycleDependencyName: name, conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
+    /// These records, with `dependency`, named `name`, among those that close a cycle.
+    func closingCycle(through dependency: ObjectIdentifier, name: String) -> DependencyRecords {
+        let cycle = ClosedCycle(dependency: dependency, name: name)
+        return DependencyRecords(closedCycles: closedCycles + [cycle], conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
+    }
+
+    /// These records, `dependency` removed: it no longer closes a cycle, nor counts as one a
+    /// condition brought.
+    func removing(_ dependency: Operation) -> DependencyRecords {
+        let id = ObjectIdentifier(dependency)
+        return DependencyRecords(closedCycles: closedCycles.filter { $0.dependency != id }, conditionDependencies: conditionDependencies.filter { $0 !== dependency }, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
     }
 
     /// These records, with `operation` among the dependencies conditions brought.
     func bringing(_ operation: Operation) -> DependencyRecords {
-        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies + [operation], attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
-    }
-
-    /// These records, without `operation` among the dependencies conditions brought.
-    func forgetting(_ operation: Operation) -> DependencyRecords {
-        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies.filter { $0 !== operation }, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
+        DependencyRecords(closedCycles: closedCycles, conditionDependencies: conditionDependencies + [operation], attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
     }
 
     /// Whether an attachment that began before the finish still runs: the records must outlive
@@ -55,16 +70,17 @@ final class DependencyRecords: Sendable {
 
     /// These records, kept past the operation's finish until `attachments` attachments end.
     func kept(untilEndOf attachments: Int32) -> DependencyRecords {
-        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachments, plainReach: plainReach)
+        DependencyRecords(closedCycles: closedCycles, conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachments, plainReach: plainReach)
     }
 
-    /// These records, one of the attachments that keep them past the finish ended.
-    func attachmentEnded() -> DependencyRecords {
-        kept(untilEndOf: max(attachmentsPastTheFinish - 1, 0))
+    /// These records, one of the attachments that keep them past the finish ending.
+    func endingAnAttachment() -> DependencyRecords {
+        assert(attachmentsPastTheFinish > 0, "an attachment ended that was not counted at the finish")
+        return kept(untilEndOf: attachmentsPastTheFinish - 1)
     }
 
     /// These records, reaching the plain operations of `reach`.
     func reaching(_ reach: PlainReach) -> DependencyRecords {
-        DependencyRecords(cycleDependencyName: cycleDependencyName, conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: reach)
+        DependencyRecords(closedCycles: closedCycles, conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: reach)
     }
 }

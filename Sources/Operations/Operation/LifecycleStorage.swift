@@ -46,7 +46,7 @@ struct LifecycleStorage {
 
     func addDependency(_ operation: Operation) -> OperationLifecycle.DependencyAddition { locked.withLock { $0.addDependency(operation) } }
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
-    func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> OperationLifecycle.AdvanceAction { locked.withLock { $0.recordCycle(through: name, forgetting: id) } }
+    func recordCycle(through dependency: ObjectIdentifier, name: String, wasCounted: Bool) -> OperationLifecycle.AdvanceAction { locked.withLock { $0.recordCycle(through: dependency, name: name, wasCounted: wasCounted) } }
     func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
 
@@ -125,6 +125,7 @@ struct LifecycleStorage {
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
     func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }
     func finish(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(errors: errors) } }
+    func finish(afterChildren childErrors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(afterChildren: childErrors) } }
     func finishClosingCycle(operationName: String) -> OperationLifecycle.FinishAction { locked.withLock { $0.finishClosingCycle(operationName: operationName) } }
     func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction {
         let output = ProducedOutput(value) // allocated before locking; released after, if refused

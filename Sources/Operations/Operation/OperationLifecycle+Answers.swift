@@ -89,16 +89,12 @@ extension OperationLifecycle {
 
     // MARK: - Events
 
-    /// A dependency closes a dependency cycle; `id` is its identity if it was just counted as
-    /// unfinished (then it is not waited for). An operation that waits for its dependencies
-    /// finishes now: the dependency it waited for last may have finished while this one was
-    /// counted, and no other step would move it on.
-    mutating func recordCycle(through name: String, forgetting id: ObjectIdentifier?) -> AdvanceAction {
-        if let id {
-            dependencyClosesCycle(id, name: name)
-        } else {
-            recordCycle(through: name)
-        }
+    /// The dependency `id`, named `name`, closes a dependency cycle; `wasCounted` if it was just
+    /// counted as unfinished (then it is no longer waited for). An operation that waits for its
+    /// dependencies finishes now: the dependency it waited for last may have finished while
+    /// this one was counted, and no other step would move it on.
+    mutating func recordCycle(through id: ObjectIdentifier, name: String, wasCounted: Bool) -> AdvanceAction {
+        markCycle(closedBy: id, name: name, wasCounted: wasCounted)
         return advanceIfDependenciesFinished()
     }
 

@@ -623,13 +623,6 @@ struct OperationLifecycle {
         }
     }
 
-    /// The dependency `id`, just added, would close a dependency cycle: it is not waited for,
-    /// and the operation finishes with `AsyncOperationError.dependencyCycle` through it.
-    mutating func dependencyClosesCycle(_ id: ObjectIdentifier, name: String) {
-        unfinishedDependencies.removeAll { $0 == id }
-        recordCycle(through: name)
-    }
-
     /// What removing a dependency asks of the operation.
     enum Removal {
         /// Stop the watcher that listened to it (a plain dependency's), if any, then do `then`:
@@ -641,9 +634,8 @@ struct OperationLifecycle {
     mutating func removeDependency(_ operation: Operation) -> Removal {
         let id = ObjectIdentifier(operation)
         dependencies.removeAll { $0 === operation }
-        if let records = dependencyRecords, records.broughtByCondition(operation) {
-            dependencyRecords = records.forgetting(operation) // brought again, it is attached again
-        }
+        // Brought again, it is attached again; and a cycle it closed is no more.
+        dependencyRecords = dependencyRecords?.removing(operation)
         let watcher = dependencyWatchers[id]
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
@@ -690,8 +682,15 @@ struct OperationLifecycle {
         return .widened(tell: dependents)
     }
 
-    mutating func recordCycle(through dependencyName: String) {
-        dependencyRecords = dependencyRecords?.closingCycle(through: dependencyName) ?? DependencyRecords(cycleDependencyName: dependencyName)
+    /// Records that the dependency `id`, named `name`, closes a dependency cycle: it is not
+    /// waited for (`wasCounted`: it was counted as unfinished), and the operation finishes with
+    /// `AsyncOperationError.dependencyCycle` through it, unless it is removed first.
+    mutating func markCycle(closedBy id: ObjectIdentifier, name: String, wasCounted: Bool) {
+        if wasCounted {
+            unfinishedDependencies.removeAll { $0 == id }
+        }
+        let cycle = DependencyRecords.ClosedCycle(dependency: id, name: name)
+        dependencyRecords = dependencyRecords?.closingCycle(through: id, name: name) ?? DependencyRecords(closedCycles: [cycle])
     }
 
     /// Takes the dependencies out, those its conditions brought included, for an operation being
@@ -762,7 +761,8 @@ struct OperationLifecycle {
     }
 
     /// The dependency of a condition added while the operation waited is attached (or it had
-    /// none): the operation goes on if nothing else keeps it.
+    /// none): the operation goes on if nothing else keeps it. Finished meanwhile, the last such
+    /// attachment hands out what the conditions brought, to let go of (`.release`).
     mutating func conditionDependencyAttached() -> AttachmentEnd {
         guard case let .pending(placement, attaching) = state else { // it began finishing meanwhile
             let released = endAttachmentPastTheFinish()
@@ -1297,6 +1297,17 @@ struct OperationLifecycle {
         return beginFinishing(adding: newErrors)
     }
 
+    /// A group's children have all finished, with `childErrors`: it finishes, their errors
+    /// before its own (those of a cancel while they ran, say), as a held finish has them
+    /// (`takeHeldFinish(prepending:)`).
+    mutating func finish(afterChildren childErrors: [any Error]) -> FinishAction {
+        if !hasBegunFinishing, !errors.isEmpty, !childErrors.isEmpty {
+            errors = childErrors + errors
+            return finish(errors: [])
+        }
+        return finish(errors: childErrors)
+    }
+
     /// Finishes with a value (a `ResultOperation`): the value is kept only if this finish is
     /// accepted, so a concurrent `finish(with: error)` either wins outright or loses outright.
     mutating func finish(producing output: ProducedOutput) -> FinishAction {
@@ -1463,7 +1474,7 @@ struct OperationLifecycle {
     /// complete, what the conditions brought is taken out, to let go of.
     private mutating func endAttachmentPastTheFinish() -> SmallArray<Operation> {
         guard let records = dependencyRecords, records.areKeptPastTheFinish else { return SmallArray() }
-        dependencyRecords = records.attachmentEnded()
+        dependencyRecords = records.endingAnAttachment()
         guard case .finished = state, dependencyRecords?.areKeptPastTheFinish == false else { return SmallArray() }
         var taken = SmallArray<Operation>()
         takeConditionDependencies(into: &taken)

@@ -87,15 +87,13 @@ extension AsyncOperationQueue {
     /// An add after the shut-down began: the operations finish at once without executing,
     /// cancelled with `AsyncOperationError.queueShutDown`. They finish on the framework's
     /// fallback queue, so that their observers and anyone waiting for them hear it as for any
-    /// cancelled operation.
+    /// cancelled operation. One already on another queue (or finished) is left alone, to run
+    /// there: the fallback queue reports the misuse (`.addedTwice`) as any queue would.
     func refuseAfterShutDown(_ operations: [Operation]) {
-        for operation in operations {
+        for operation in operations where operation.looksUnused {
             if let operation = operation as? AsyncOperation {
-                // One already on another queue (or finished) is left alone: the fallback queue
-                // reports the misuse as any queue would.
-                guard operation.lifecycle.phase == .initialized else { continue }
                 operation.cancel(with: AsyncOperationError.queueShutDown)
-            } else if !operation.isExecuting, !operation.isFinished {
+            } else {
                 operation.cancel()
             }
         }

@@ -917,6 +917,34 @@ import TestSupport
         #expect(log.all == ["dependency"])
     }
 
+    /// A condition that finishes the operation during its add before anything was brought, then
+    /// brings a dependency, which a second condition brings too: what the first brought after the
+    /// finish is still recorded, so the second leaves it where the plain queue holds it.
+    @Test(arguments: [false, true])
+    func onPlainQueue_aConditionThatFinishesDuringTheAddThenBrings_leavesItToTheNext(plainDependency: Bool) {
+        // Given an operation whose first condition finishes it, then brings a dependency that
+        // waits for a blocker, and whose second condition brings the same dependency
+        let log = Recorder<String>()
+        let blocker = BlockOperation {}
+        let dependency = loggedDependency(plain: plainDependency, log: log)
+        dependency.addDependency(blocker)
+        let operation = AsyncBlockOperation { log.append("operation") }
+        operation.addCondition(StubCondition(name: "Finishes", dependency: { operation in
+            operation.finish()
+            return dependency
+        }) { _, completion in completion(.satisfied) })
+        operation.addCondition(StubCondition.satisfied(bringing: dependency))
+
+        // When a plain queue runs it, and then the blocker
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        plainQueue.addOperation(blocker)
+
+        // Then the operation finishes without executing, and the dependency runs once
+        #expect(waitUntilFinished([operation, dependency]))
+        #expect(log.all == ["dependency"])
+    }
+
     /// A condition that finishes the operation during its add, as it brings the dependency an
     /// earlier condition brought: the operation finishes before that dependency is attached, and
     /// still leaves it where the plain queue holds it.

@@ -775,8 +775,9 @@ private struct Explorer {
             case .attachConditions:
                 world.violate("asked to attach conditions, though none was added during the add")
                 return []
-            case let .finishedWhileAdded(turnToForget, _):
+            case let .finishedWhileAdded(turnToForget, released):
                 if ![.finishing, .finished].contains(world.life.phase) { world.violate("ended its add as a finished operation's before it began finishing") }
+                if !released.isEmpty && world.life.phase != .finished { world.violate("let go of what the conditions brought before it finished") }
                 guard turnToForget != nil else { return [] }
                 if world.life.phase != .finished { world.violate("let its queue go of it before it finished") }
                 queueHearsFinishBeforeHandOff(in: &world) // again
@@ -982,7 +983,7 @@ private struct Explorer {
             return [.finishAfterExecuting] // the work is done some time: the subclass finishes
 
         case .recordCycle:
-            let action = world.life.recordCycle(through: "cycle", forgetting: ObjectIdentifier(cycleDependency))
+            let action = world.life.recordCycle(through: ObjectIdentifier(cycleDependency), name: "cycle", wasCounted: true)
             return [.advance(Advance(action))]
 
         case .finishClosingCycle:

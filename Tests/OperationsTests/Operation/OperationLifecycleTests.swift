@@ -202,7 +202,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.finishEnqueuing(attached: 0)
 
         // When the cycle is recorded, and a dependency's finish advances it at the same time
-        guard case .finishClosingCycle = state.recordCycle(through: "loop", forgetting: nil),
+        guard case .finishClosingCycle = state.recordCycle(through: ObjectIdentifier(BlockOperation.self), name: "loop", wasCounted: false),
               case .finishClosingCycle = state.advanceIfDependenciesFinished() else {
             Issue.record("both steps must see the cycle")
             return
@@ -542,6 +542,62 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(released.count == 2)
         #expect(state.addConditionDependency(dependency).kind == .tooLate)
         #expect(state.takeDependencies().isEmpty)
+    }
+
+    /// Removing the dependency that closed a cycle undoes the cycle; removing another leaves it.
+    @Test func removingTheDependencyThatClosedACycle_undoesIt() {
+        // Given an operation two of whose dependencies closed a cycle
+        var state = OperationLifecycle()
+        let first = BlockOperation {}
+        let second = BlockOperation {}
+        for (dependency, name) in [(first, "first"), (second, "second")] {
+            _ = state.addDependency(dependency)
+            _ = state.recordCycle(through: ObjectIdentifier(dependency), name: name, wasCounted: true)
+        }
+        #expect(state.cycleDependencyName == "second")
+
+        // When they are removed, one after the other
+        _ = state.removeDependency(second)
+        #expect(state.cycleDependencyName == "first", "the other still closes a cycle")
+        _ = state.removeDependency(first)
+
+        // Then no cycle is left
+        #expect(state.cycleDependencyName == nil)
+    }
+
+    /// Two conditions added while the operation waited are attaching when it is cancelled: what
+    /// the conditions brought is kept until the second attachment ends, not the first.
+    @Test func conditionDependency_outlivesAFinishUntilTheLastOfTwoAttachmentsEnds() {
+        // Given a waiting operation whose condition brought a dependency, and two conditions
+        // added since, both attaching
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        _ = state.addConditionDependency(dependency)
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+        for _ in 0..<2 {
+            guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+                Issue.record("expected each condition's dependency to be attached by the one who adds it")
+                return
+            }
+        }
+
+        // When it is cancelled, its finish completes, and the first attachment ends
+        _ = state.cancel(error: nil)
+        _ = state.notificationDelivered()
+        _ = state.completeFinish()
+        guard case .advance(.none) = state.conditionDependencyAttached() else {
+            Issue.record("the first attachment to end must let go of nothing: the second may still bring the dependency")
+            return
+        }
+
+        // Then the second attachment finds the dependency brought before, and its end lets go of it
+        #expect(state.addConditionDependency(dependency).kind == .broughtBefore)
+        guard case let .release(released) = state.conditionDependencyAttached() else {
+            Issue.record("expected the last attachment to let go of what the conditions brought")
+            return
+        }
+        #expect(released.count == 1)
     }
 
     /// An operation finished while it is being added (from a condition's `dependency(for:)`,

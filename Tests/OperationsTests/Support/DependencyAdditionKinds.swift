@@ -5,13 +5,18 @@
 
 /// What adding a dependency came to, without what it carries.
 enum DependencyAdditionKind: Equatable {
+    /// `.added`, whatever dependents it carries.
     case added
+    /// `.alreadyThere`.
     case alreadyThere
+    /// `.broughtBefore` (a condition's dependency only).
     case broughtBefore
+    /// `.tooLate`.
     case tooLate
 }
 
 extension OperationLifecycle.DependencyAddition {
+    /// What the answer was.
     var kind: DependencyAdditionKind {
         switch self {
         case .added: .added
@@ -22,6 +27,7 @@ extension OperationLifecycle.DependencyAddition {
 }
 
 extension OperationLifecycle.ConditionDependencyAddition {
+    /// What the answer was.
     var kind: DependencyAdditionKind {
         switch self {
         case .added: .added
