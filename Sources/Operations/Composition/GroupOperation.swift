@@ -215,7 +215,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         case .none:
             break
         case let .finish(childErrors):
-            perform(lifecycle.finish(afterChildren: childErrors)) // the children's errors first
+            let finish = lifecycle.finish(afterChildren: childErrors) // the children's errors first
+            if case .reportDuplicate = finish {
+                reportIgnoredFinish(.framework, dropping: childErrors) // it had finished already
+            } else {
+                perform(finish)
+            }
         case let .deliverHeldFinish(childErrors):
             deliverHeldFinish(prepending: childErrors)
         }

@@ -50,6 +50,13 @@ final class DependencyRecords: Sendable {
         return DependencyRecords(closedCycles: closedCycles + [cycle], conditionDependencies: conditionDependencies, attachmentsPastTheFinish: attachmentsPastTheFinish, plainReach: plainReach)
     }
 
+    /// Whether `dependency` closes a cycle or was brought by a condition: removing it changes
+    /// these records.
+    func involves(_ dependency: Operation) -> Bool {
+        let id = ObjectIdentifier(dependency)
+        return closedCycles.contains { $0.dependency == id } || broughtByCondition(dependency)
+    }
+
     /// These records, `dependency` removed: it no longer closes a cycle, nor counts as one a
     /// condition brought.
     func removing(_ dependency: Operation) -> DependencyRecords {
@@ -75,8 +82,7 @@ final class DependencyRecords: Sendable {
 
     /// These records, one of the attachments that keep them past the finish ending.
     func endingAnAttachment() -> DependencyRecords {
-        assert(attachmentsPastTheFinish > 0, "an attachment ended that was not counted at the finish")
-        return kept(untilEndOf: attachmentsPastTheFinish - 1)
+        kept(untilEndOf: attachmentsPastTheFinish - 1) // counted: see `endAttachmentPastTheFinish()`
     }
 
     /// These records, reaching the plain operations of `reach`.

@@ -635,7 +635,9 @@ struct OperationLifecycle {
         let id = ObjectIdentifier(operation)
         dependencies.removeAll { $0 === operation }
         // Brought again, it is attached again; and a cycle it closed is no more.
-        dependencyRecords = dependencyRecords?.removing(operation)
+        if let records = dependencyRecords, records.involves(operation) {
+            dependencyRecords = records.removing(operation)
+        }
         let watcher = dependencyWatchers[id]
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
@@ -687,6 +689,9 @@ struct OperationLifecycle {
     /// `AsyncOperationError.dependencyCycle` through it, unless it is removed first.
     mutating func markCycle(closedBy id: ObjectIdentifier, name: String, wasCounted: Bool) {
         if wasCounted {
+            // Removed on another thread since it was added: no cycle is left to record, and its
+            // identity, no longer held, could pass to another operation.
+            guard dependencies.contains(where: { ObjectIdentifier($0) == id }) else { return }
             unfinishedDependencies.removeAll { $0 == id }
         }
         let cycle = DependencyRecords.ClosedCycle(dependency: id, name: name)
@@ -1473,7 +1478,10 @@ struct OperationLifecycle {
     /// An attachment that began before the finish ended. If it was the last, and the finish is
     /// complete, what the conditions brought is taken out, to let go of.
     private mutating func endAttachmentPastTheFinish() -> SmallArray<Operation> {
-        guard let records = dependencyRecords, records.areKeptPastTheFinish else { return SmallArray() }
+        guard let records = dependencyRecords, records.areKeptPastTheFinish else {
+            assertionFailure("an attachment ended past the finish that the finish did not count")
+            return SmallArray()
+        }
         dependencyRecords = records.endingAnAttachment()
         guard case .finished = state, dependencyRecords?.areKeptPastTheFinish == false else { return SmallArray() }
         var taken = SmallArray<Operation>()

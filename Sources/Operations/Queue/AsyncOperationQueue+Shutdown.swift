@@ -87,8 +87,9 @@ extension AsyncOperationQueue {
     /// An add after the shut-down began: the operations finish at once without executing,
     /// cancelled with `AsyncOperationError.queueShutDown`. They finish on the framework's
     /// fallback queue, so that their observers and anyone waiting for them hear it as for any
-    /// cancelled operation. One already on another queue (or finished) is left alone, to run
-    /// there: the fallback queue reports the misuse (`.addedTwice`) as any queue would.
+    /// cancelled operation. One already on another of the package's queues (or finished) is
+    /// left alone, to run there: the fallback queue reports the misuse (`.addedTwice`) as any
+    /// queue would. (One waiting on a plain `OperationQueue` looks unused, and is cancelled.)
     func refuseAfterShutDown(_ operations: [Operation]) {
         for operation in operations where operation.looksUnused {
             if let operation = operation as? AsyncOperation {

@@ -53,7 +53,7 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// time later (`conditionDependencyAttached()`).
     var conditionWhileWaiting = false
     /// A dependency that closes a cycle is added while it is being added or waits:
-    /// `addDependency`, then, in a step of its own, `recordCycle(through:forgetting:)`.
+    /// `addDependency`, then, in a step of its own, `recordCycle(through:name:wasCounted:)`.
     var cycle = false
     /// Another operation holds the category at first (and lets go of it some time).
     var contended = false

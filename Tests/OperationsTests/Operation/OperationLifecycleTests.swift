@@ -554,9 +554,13 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             _ = state.addDependency(dependency)
             _ = state.recordCycle(through: ObjectIdentifier(dependency), name: name, wasCounted: true)
         }
+        let unrelated = BlockOperation {}
+        _ = state.addDependency(unrelated)
         #expect(state.cycleDependencyName == "second")
 
-        // When they are removed, one after the other
+        // When they are removed, one after the other, after one that closed no cycle
+        _ = state.removeDependency(unrelated)
+        #expect(state.cycleDependencyName == "second", "removing another leaves the cycle")
         _ = state.removeDependency(second)
         #expect(state.cycleDependencyName == "first", "the other still closes a cycle")
         _ = state.removeDependency(first)
