@@ -86,9 +86,13 @@ extension AsyncOperation {
     /// unfinished (the operation itself never is).
     func recordCycle(through dependency: Operation, wasCounted: Bool = false) {
         let name = dependency.displayName
-        let action = lifecycle.recordCycle(through: ObjectIdentifier(dependency), name: name, wasCounted: wasCounted)
-        OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
-        advance(action)
+        switch lifecycle.recordCycle(through: ObjectIdentifier(dependency), name: name, wasCounted: wasCounted) {
+        case .dependencyRemoved:
+            break // removed on another thread meanwhile: no cycle is left
+        case let .recorded(action):
+            OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
+            advance(action)
+        }
     }
 
     /// Waits for `operation`, just added as a dependency and counted as unfinished, unless it

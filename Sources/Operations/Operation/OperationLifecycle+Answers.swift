@@ -89,13 +89,26 @@ extension OperationLifecycle {
 
     // MARK: - Events
 
+    /// What recording a dependency cycle came to.
+    enum CycleRecording {
+        /// Recorded: go on as `action` says.
+        case recorded(AdvanceAction)
+        /// The dependency was removed since it was added (on another thread): no cycle is left,
+        /// and nothing is recorded (its identity, no longer held, could pass to another).
+        case dependencyRemoved
+    }
+
     /// The dependency `id`, named `name`, closes a dependency cycle; `wasCounted` if it was just
     /// counted as unfinished (then it is no longer waited for). An operation that waits for its
     /// dependencies finishes now: the dependency it waited for last may have finished while
     /// this one was counted, and no other step would move it on.
-    mutating func recordCycle(through id: ObjectIdentifier, name: String, wasCounted: Bool) -> AdvanceAction {
+    mutating func recordCycle(through id: ObjectIdentifier, name: String, wasCounted: Bool) -> CycleRecording {
+        // (A finished operation let go of its dependencies: that one was not removed.)
+        if wasCounted, phase != .finished, !dependencies.contains(where: { ObjectIdentifier($0) == id }) {
+            return .dependencyRemoved
+        }
         markCycle(closedBy: id, name: name, wasCounted: wasCounted)
-        return advanceIfDependenciesFinished()
+        return .recorded(advanceIfDependenciesFinished())
     }
 
     /// What beginning a condition evaluation asks of the operation.

@@ -689,9 +689,6 @@ struct OperationLifecycle {
     /// `AsyncOperationError.dependencyCycle` through it, unless it is removed first.
     mutating func markCycle(closedBy id: ObjectIdentifier, name: String, wasCounted: Bool) {
         if wasCounted {
-            // Removed on another thread since it was added: no cycle is left to record, and its
-            // identity, no longer held, could pass to another operation.
-            guard dependencies.contains(where: { ObjectIdentifier($0) == id }) else { return }
             unfinishedDependencies.removeAll { $0 == id }
         }
         let cycle = DependencyRecords.ClosedCycle(dependency: id, name: name)

@@ -89,7 +89,8 @@ extension AsyncOperationQueue {
     /// fallback queue, so that their observers and anyone waiting for them hear it as for any
     /// cancelled operation. One already on another of the package's queues (or finished) is
     /// left alone, to run there: the fallback queue reports the misuse (`.addedTwice`) as any
-    /// queue would. (One waiting on a plain `OperationQueue` looks unused, and is cancelled.)
+    /// queue would. (One waiting on a plain `OperationQueue` looks unused: it is cancelled, and
+    /// a plain one then reaches Foundation, which traps, as on any operation added twice.)
     func refuseAfterShutDown(_ operations: [Operation]) {
         for operation in operations where operation.looksUnused {
             if let operation = operation as? AsyncOperation {

@@ -285,23 +285,24 @@ struct ContractProbeTests {
         queue.addOperation(busy)
         #expect(busyStarted.wait(timeout: generousTimeout))
 
-        // When an operation needing X is added to it, and, once it had a chance to take X,
-        // another one needing X to a free queue
+        // When an operation needing X is added to it, and settles: granted X and handed to
+        // Foundation, or waiting for a free slot
         let waiting = AsyncBlockOperation {}
         waiting.addCondition(ExclusiveCategory(x))
         queue.addOperation(waiting)
-        #expect(waitUntil { [.waitingInLine, .waitingForCategories, .ready].contains(waiting.snapshot().state) })
-        let elsewhere = AsyncBlockOperation {}
-        elsewhere.addCondition(ExclusiveCategory(x))
-        AsyncOperationQueue().addOperation(elsewhere)
+        #expect(waitUntil {
+            let snapshot = waiting.snapshot()
+            return snapshot.state == .ready || snapshot.waitsFor.contains { if case .freeSlot = $0 { true } else { false } }
+        })
 
-        // Then the one on the free queue runs while the first still waits for its slot
+        // Then it waits for the slot, holding no category (an operation of another queue needing
+        // X would wait for it otherwise)
         withKnownIssue("the scheduler counts only AsyncOperations in its slots: a plain operation's slot is not seen (README, Known limitations)") {
-            #expect(waitUntilFinished([elsewhere], timeout: 10), "X was granted to an operation that could not start")
+            #expect(waiting.snapshot().state != .ready, "X was granted to an operation that could not start")
         }
         #expect(!waiting.isFinished)
         release.signal()
-        #expect(waitUntilFinished([busy, waiting, elsewhere]))
+        #expect(waitUntilFinished([busy, waiting]))
     }
 
     // API.md 2 and AsyncOperation.start(): "Called by hand (or by a plain OperationQueue), the
@@ -349,11 +350,11 @@ struct ContractProbeTests {
         #expect(held.waitUntilStarted(holderName))
         let waiter = AsyncBlockOperation {}
         waiter.addCondition(ExclusiveCategory(x))
-        waiter.addObserver(TimeoutObserver(timeout: 2))
+        waiter.addObserver(TimeoutObserver(timeout: 1))
 
         // When it waits for X longer than its timeout
         queue.addOperation(waiter)
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 1.5)
         held.finish(holderName)
 
         // Then it runs as it would without a timeout

@@ -983,8 +983,13 @@ private struct Explorer {
             return [.finishAfterExecuting] // the work is done some time: the subclass finishes
 
         case .recordCycle:
-            let action = world.life.recordCycle(through: ObjectIdentifier(cycleDependency), name: "cycle", wasCounted: true)
-            return [.advance(Advance(action))]
+            switch world.life.recordCycle(through: ObjectIdentifier(cycleDependency), name: "cycle", wasCounted: true) {
+            case let .recorded(action):
+                return [.advance(Advance(action))]
+            case .dependencyRemoved:
+                world.violate("the cycle's dependency, never removed, was taken for removed")
+                return []
+            }
 
         case .finishClosingCycle:
             return [.perform(Finish(world.life.finishClosingCycle(operationName: "op")))]

@@ -202,7 +202,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.finishEnqueuing(attached: 0)
 
         // When the cycle is recorded, and a dependency's finish advances it at the same time
-        guard case .finishClosingCycle = state.recordCycle(through: ObjectIdentifier(BlockOperation.self), name: "loop", wasCounted: false),
+        guard case .recorded(.finishClosingCycle) = state.recordCycle(through: ObjectIdentifier(BlockOperation.self), name: "loop", wasCounted: false),
               case .finishClosingCycle = state.advanceIfDependenciesFinished() else {
             Issue.record("both steps must see the cycle")
             return
@@ -566,6 +566,20 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         _ = state.removeDependency(first)
 
         // Then no cycle is left
+        #expect(state.cycleDependencyName == nil)
+    }
+
+    /// A dependency removed on another thread between its add and the cycle search is not
+    /// recorded as closing a cycle: none is left, and its identity is no longer held.
+    @Test func aCycleFoundThroughADependencyRemovedMeanwhile_isNotRecorded() {
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        _ = state.addDependency(dependency)
+        _ = state.removeDependency(dependency)
+        guard case .dependencyRemoved = state.recordCycle(through: ObjectIdentifier(dependency), name: "gone", wasCounted: true) else {
+            Issue.record("expected the removal to be seen")
+            return
+        }
         #expect(state.cycleDependencyName == nil)
     }
 
