@@ -340,14 +340,7 @@ struct ContractProbeTests {
     @Test
     func timeWaitingForACategory_doesNotCountTowardsTheTimeout() {
         // Given an operation holding X, and one needing X with a short timeout
-        let x = uniqueName("X")
-        let held = HeldOperations()
-        let holderName = uniqueName("holder")
-        let holder = held.make(holderName)
-        holder.addCondition(ExclusiveCategory(x))
-        let queue = AsyncOperationQueue()
-        queue.addOperation(holder)
-        #expect(held.waitUntilStarted(holderName))
+        let (x, held, holderName, holder, queue) = startHoldingACategory()
         let waiter = AsyncBlockOperation {}
         waiter.addCondition(ExclusiveCategory(x))
         waiter.addObserver(TimeoutObserver(timeout: 1))
@@ -371,14 +364,7 @@ struct ContractProbeTests {
     @Test
     func runAndWaitTimingOut_whileWaitingForACategory_leavesTheCategoryToTheNextInLine() {
         // Given X held, and an operation then another waiting for it
-        let x = uniqueName("X")
-        let held = HeldOperations()
-        let holderName = uniqueName("holder")
-        let holder = held.make(holderName)
-        holder.addCondition(ExclusiveCategory(x))
-        let queue = AsyncOperationQueue()
-        queue.addOperation(holder)
-        #expect(held.waitUntilStarted(holderName))
+        let (x, held, holderName, holder, queue) = startHoldingACategory()
         let name = uniqueName("impatient")
         let executed = Counter()
         let impatient = AsyncBlockOperation { _ = executed.increment() }
@@ -711,5 +697,21 @@ struct ContractProbeTests {
         #expect(handlerCalls.current == 0)
         #expect(completions.current == 0)
         #expect(secondBuilt.current == 0)
+    }
+
+    // MARK: - Helpers
+
+    /// A new category X, held by `holder` (`held`'s operation named `holderName`), which has
+    /// started on `queue` and runs until `held.finish(holderName)`.
+    private func startHoldingACategory() -> (x: String, held: HeldOperations, holderName: String, holder: AsyncBlockOperation, queue: AsyncOperationQueue) {
+        let x = uniqueName("X")
+        let held = HeldOperations()
+        let holderName = uniqueName("holder")
+        let holder = held.make(holderName)
+        holder.addCondition(ExclusiveCategory(x))
+        let queue = AsyncOperationQueue()
+        queue.addOperation(holder)
+        #expect(held.waitUntilStarted(holderName))
+        return (x, held, holderName, holder, queue)
     }
 }
