@@ -21,3 +21,9 @@ extension AsyncOperationQueue {
         OperationDiagnostics.report(kind, operation, message, queues: queues)
     }
 }
+
+/// What a refused add of a plain operation, or of one already used, says.
+enum RefusedAddReason {
+    static let finishedOrExecuting = "a finished or executing operation cannot be added to a queue; the add was ignored"
+    static let alreadyOnAQueue = "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored"
+}

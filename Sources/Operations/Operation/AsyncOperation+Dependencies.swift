@@ -90,7 +90,24 @@ extension AsyncOperation {
         case .dependencyRemoved:
             break // removed on another thread meanwhile: no cycle is left
         case let .recorded(action):
-            OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
+            reportCycle(closedBy: name)
+            advance(action)
+        }
+    }
+
+    private func reportCycle(closedBy name: String) {
+        OperationDiagnostics.report(.dependencyCycle, self, "depending on '\(name)' closes a dependency cycle; the operation will finish with an error instead of waiting forever")
+    }
+
+    /// `addDependency(self)`: a cycle, reported, and the operation finishes with an error when
+    /// queued; once it no longer takes dependencies, ignored as any late dependency is.
+    func addDependencyOnItself() {
+        let name = displayName
+        switch lifecycle.addSelfDependency(ObjectIdentifier(self), name: name) {
+        case .tooLate:
+            OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(name)' (the operation itself) was ignored")
+        case let .cycleRecorded(action):
+            reportCycle(closedBy: name)
             advance(action)
         }
     }

@@ -381,7 +381,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// finishes.
     open override func addDependency(_ operation: Operation) {
         if operation === self {
-            recordCycle(through: operation)
+            addDependencyOnItself()
             return
         }
         // Before it is on a queue, Foundation (and KVO on Apple platforms) reads `isReady`,

@@ -47,6 +47,7 @@ struct LifecycleStorage {
     func addDependency(_ operation: Operation) -> OperationLifecycle.DependencyAddition { locked.withLock { $0.addDependency(operation) } }
     func removeDependency(_ operation: Operation) -> OperationLifecycle.Removal { locked.withLock { $0.removeDependency(operation) } }
     func recordCycle(through dependency: ObjectIdentifier, name: String, wasCounted: Bool) -> OperationLifecycle.CycleRecording { locked.withLock { $0.recordCycle(through: dependency, name: name, wasCounted: wasCounted) } }
+    func addSelfDependency(_ id: ObjectIdentifier, name: String) -> OperationLifecycle.SelfDependency { locked.withLock { $0.addSelfDependency(id, name: name) } }
     func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
     func watch(_ id: ObjectIdentifier, with watcher: Operation) { locked.withLock { $0.watch(id, with: watcher) } }
 

@@ -638,7 +638,8 @@ struct OperationLifecycle {
         if let records = dependencyRecords, records.involves(operation) {
             dependencyRecords = records.removing(operation)
         }
-        let watcher = dependencyWatchers[id]
+        // Taken out here, not by `dependencyFinished`: one that closed a cycle is not counted.
+        let watcher = dependencyWatchers.removeValue(forKey: id)
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 

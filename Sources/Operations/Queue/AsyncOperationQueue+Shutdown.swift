@@ -87,18 +87,35 @@ extension AsyncOperationQueue {
     /// An add after the shut-down began: the operations finish at once without executing,
     /// cancelled with `AsyncOperationError.queueShutDown`. They finish on the framework's
     /// fallback queue, so that their observers and anyone waiting for them hear it as for any
-    /// cancelled operation. One already on another of the package's queues (or finished) is
-    /// left alone, to run there: the fallback queue reports the misuse (`.addedTwice`) as any
-    /// queue would. (One waiting on a plain `OperationQueue` looks unused: it is cancelled, and
-    /// a plain one then reaches Foundation, which traps, as on any operation added twice.)
+    /// cancelled operation. One already on a queue of the package (or finished, or executing) is
+    /// left alone, to run where it is: this queue reports the misuse (`.addedTwice`,
+    /// `.addedAfterFinishing`) as it would while running. (One waiting on a plain
+    /// `OperationQueue` looks unused: it is cancelled, and a plain one then reaches Foundation,
+    /// which traps, as on any operation added twice.)
     func refuseAfterShutDown(_ operations: [Operation]) {
-        for operation in operations where operation.looksUnused {
+        var unused: [Operation] = []
+        for operation in operations {
+            guard operation.looksUnused else {
+                reportRefusedUsedOperation(operation)
+                continue
+            }
             if let operation = operation as? AsyncOperation {
                 operation.cancel(with: AsyncOperationError.queueShutDown)
             } else {
                 operation.cancel()
             }
+            unused.append(operation)
         }
-        engine.fallbackQueue.addOperations(operations, waitUntilFinished: false)
+        engine.fallbackQueue.addOperations(unused, waitUntilFinished: false)
+    }
+
+    /// Reports the refused add of an operation that is on a queue already, or finished, or
+    /// executing, naming this queue.
+    private func reportRefusedUsedOperation(_ operation: Operation) {
+        if operation.isFinished || operation.isExecuting {
+            reportRefusedAdd(.addedAfterFinishing, of: operation, RefusedAddReason.finishedOrExecuting)
+        } else {
+            reportRefusedAdd(.addedTwice, of: operation, RefusedAddReason.alreadyOnAQueue)
+        }
     }
 }

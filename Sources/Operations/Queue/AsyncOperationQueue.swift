@@ -469,9 +469,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         let ticket = engine.tickets.next()
         if operation.isFinished || operation.isExecuting {
-            reportRefusedAdd(.addedAfterFinishing, of: operation, "a finished or executing operation cannot be added to a queue; the add was ignored")
+            reportRefusedAdd(.addedAfterFinishing, of: operation, RefusedAddReason.finishedOrExecuting)
         } else if PlainOperationRegistry.register(operation, on: self, ticket: ticket) != nil {
-            reportRefusedAdd(.addedTwice, of: operation, "the operation is already on a queue (or was, and Foundation takes an operation once); the second add was ignored")
+            reportRefusedAdd(.addedTwice, of: operation, RefusedAddReason.alreadyOnAQueue)
         } else {
             if context.isLogging { context.logger?.log(.added, of: operation, on: self) }
             admitToGroup(operation, into: &batch, context)

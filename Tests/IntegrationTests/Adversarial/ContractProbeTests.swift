@@ -489,6 +489,7 @@ struct ContractProbeTests {
         home.addOperations([plain, waiting], waitUntilFinished: false)
         // and another queue, shut down
         let stopped = AsyncOperationQueue()
+        stopped.name = uniqueName("stopped")
         await stopped.shutDown(gracePeriod: 0)
 
         // When both are added to the shut-down queue too, then their own queue resumes
@@ -501,8 +502,32 @@ struct ContractProbeTests {
         #expect(!plain.isCancelled, "the refused add cancelled an operation of another queue")
         #expect(plainRan.current == 1)
         #expect(!waiting.isCancelled && asyncRan.current == 1)
-        #expect(DiagnosticsLog.shared.kinds(about: plainName).contains(.addedTwice))
-        #expect(DiagnosticsLog.shared.kinds(about: asyncName).contains(.addedTwice))
+        // and each refusal names the shut-down queue, which refused it
+        for name in [plainName, asyncName] {
+            let refusal = DiagnosticsLog.shared.diagnostics(about: name).first { $0.kind == .addedTwice }
+            #expect(refusal?.queueNames.contains(stopped.name!) == true, "\(String(describing: refusal))")
+        }
+    }
+
+    // README, misuse table: "adding a finished or executing operation | .addedAfterFinishing | ignored".
+    @Test
+    func queueThatWasShutDown_refusingAFinishedOperation_namesItself() async {
+        // Given a finished operation, and a queue shut down
+        let name = uniqueName("finished-before")
+        let operation = AsyncBlockOperation {}
+        operation.name = name
+        AsyncOperationQueue().addOperations([operation], waitUntilFinished: true)
+        let stopped = AsyncOperationQueue()
+        stopped.name = uniqueName("stopped")
+        await stopped.shutDown(gracePeriod: 0)
+
+        // When the operation is added to it
+        stopped.addOperation(operation)
+
+        // Then the add is refused by that queue, and the operation keeps its outcome
+        let refusal = DiagnosticsLog.shared.diagnostics(about: name).first { $0.kind == .addedAfterFinishing }
+        #expect(refusal?.queueNames.contains(stopped.name!) == true, "\(String(describing: refusal))")
+        #expect(!operation.isCancelled && operation.errors.isEmpty)
     }
 
     // MARK: - Misuse, reported and survived

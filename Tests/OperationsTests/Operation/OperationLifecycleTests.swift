@@ -569,6 +569,50 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.cycleDependencyName == nil)
     }
 
+    /// A plain dependency that closed a cycle is no longer counted, but its watcher still
+    /// listens: removing it hands the watcher out to be stopped, and keeps none.
+    @Test func removingAPlainDependencyThatClosedACycle_handsOutItsWatcher() {
+        // Given an operation whose plain dependency, watched, closed a cycle
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        let watcher = BlockOperation {}
+        _ = state.addDependency(dependency)
+        state.watch(ObjectIdentifier(dependency), with: watcher)
+        _ = state.recordCycle(through: ObjectIdentifier(dependency), name: "plain", wasCounted: true)
+
+        // When it is removed
+        let removal = state.removeDependency(dependency)
+
+        // Then its watcher is handed out, and none is kept
+        guard case let .removed(stopWatching, _) = removal else { return }
+        #expect(stopWatching === watcher)
+        #expect(state.dependencyWatchers.isEmpty)
+    }
+
+    /// An operation made to depend on itself closes a cycle while it takes dependencies, and
+    /// records nothing once it no longer does.
+    @Test func selfDependency_closesACycleUntilTheOperationStopsTakingDependencies() {
+        let id = ObjectIdentifier(BlockOperation {})
+        var waiting = OperationLifecycle()
+        guard case .cycleRecorded(.none) = waiting.addSelfDependency(id, name: "itself") else {
+            Issue.record("expected the cycle to be recorded, nothing to do before the add")
+            return
+        }
+        #expect(waiting.cycleDependencyName == "itself")
+
+        var pastWaiting = OperationLifecycle()
+        guard case .handOffNow = pastWaiting.enqueue(on: AsyncOperationQueue(), ticket: 1) else {
+            Issue.record("expected an operation that waits for nothing to be handed off at once")
+            return
+        }
+        #expect(!pastWaiting.acceptsConfiguration)
+        guard case .tooLate = pastWaiting.addSelfDependency(id, name: "itself") else {
+            Issue.record("expected an operation past waiting for its dependencies to ignore it")
+            return
+        }
+        #expect(pastWaiting.cycleDependencyName == nil)
+    }
+
     /// A dependency removed on another thread between its add and the cycle search is not
     /// recorded as closing a cycle: none is left, and its identity is no longer held.
     @Test func aCycleFoundThroughADependencyRemovedMeanwhile_isNotRecorded() {

@@ -1174,6 +1174,25 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: name) == [.dependencyCycle])
     }
 
+    @Test func selfDependency_addedWhileExecuting_isTooLate_andChangesNothing() {
+        // Given an executing operation
+        let held = HeldOperations()
+        let name = uniqueName("executing")
+        let operation = held.make(name)
+        AsyncOperationQueue().addOperation(operation)
+        #expect(held.waitUntilStarted(name))
+
+        // When it is made to depend on itself
+        operation.addDependency(operation)
+
+        // Then that is reported as too late, not as a cycle, and it finishes as it would have
+        held.finish(name)
+        #expect(waitUntilFinished([operation]))
+        #expect(operation.errors.isEmpty)
+        #expect(DiagnosticsLog.shared.kinds(about: name) == [.configuredTooLate])
+        #expect(DiagnosticsLog.shared.diagnostics(about: name).first?.message.contains("the operation itself") == true)
+    }
+
     @Test func cycleClosedByAnOperationAlreadyWaiting_failsItOnceItStopsWaiting() {
         // Given a waits on a queue for a gated dependency, and b depends on a
         let operations = RecordingOperations("cycle")
