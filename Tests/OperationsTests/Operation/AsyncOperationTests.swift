@@ -873,9 +873,7 @@ import TestSupport
         // that brings it too; the dependency waits for a blocker, so the plain queue holds it
         // unstarted when the second condition brings it
         let log = Recorder<String>()
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
+        let (dependency, blocker) = blockedLoggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition(name: "AddsASecond", dependency: { operation in
             operation.addCondition(StubCondition.satisfied(bringing: dependency))
@@ -883,9 +881,7 @@ import TestSupport
         }) { _, completion in completion(.satisfied) })
 
         // When a plain queue runs it, and then the blocker
-        let plainQueue = OperationQueue()
-        plainQueue.addOperation(operation)
-        plainQueue.addOperation(blocker)
+        runOnPlainQueue(operation, thenUnblocking: blocker)
 
         // Then the dependency runs once, before the operation
         #expect(waitUntilFinished([operation, dependency]))
@@ -925,9 +921,7 @@ import TestSupport
         // Given an operation whose first condition finishes it, then brings a dependency that
         // waits for a blocker, and whose second condition brings the same dependency
         let log = Recorder<String>()
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
+        let (dependency, blocker) = blockedLoggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition(name: "Finishes", dependency: { operation in
             operation.finish()
@@ -936,9 +930,7 @@ import TestSupport
         operation.addCondition(StubCondition.satisfied(bringing: dependency))
 
         // When a plain queue runs it, and then the blocker
-        let plainQueue = OperationQueue()
-        plainQueue.addOperation(operation)
-        plainQueue.addOperation(blocker)
+        runOnPlainQueue(operation, thenUnblocking: blocker)
 
         // Then the operation finishes without executing, and the dependency runs once
         #expect(waitUntilFinished([operation, dependency]))
@@ -953,9 +945,7 @@ import TestSupport
         // Given an operation whose second condition finishes it, then brings the dependency the
         // first brought, which waits for a blocker
         let log = Recorder<String>()
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
+        let (dependency, blocker) = blockedLoggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition.satisfied(bringing: dependency))
         operation.addCondition(StubCondition(name: "Finishes", dependency: { operation in
@@ -964,9 +954,7 @@ import TestSupport
         }) { _, completion in completion(.satisfied) })
 
         // When a plain queue runs it, and then the blocker
-        let plainQueue = OperationQueue()
-        plainQueue.addOperation(operation)
-        plainQueue.addOperation(blocker)
+        runOnPlainQueue(operation, thenUnblocking: blocker)
 
         // Then the operation finishes without executing, and the dependency runs once
         #expect(waitUntilFinished([operation, dependency]))
@@ -979,14 +967,27 @@ import TestSupport
         plain ? BlockOperation { log.append("dependency") } : AsyncBlockOperation { log.append("dependency") }
     }
 
+    /// A logged dependency (`loggedDependency(plain:log:)`) that waits for `blocker`, on no queue yet.
+    private func blockedLoggedDependency(plain: Bool, log: Recorder<String>) -> (dependency: Operation, blocker: BlockOperation) {
+        let blocker = BlockOperation {}
+        let dependency = loggedDependency(plain: plain, log: log)
+        dependency.addDependency(blocker)
+        return (dependency, blocker)
+    }
+
+    /// Adds `operation` to a new plain queue, then `blocker` after it.
+    private func runOnPlainQueue(_ operation: AsyncOperation, thenUnblocking blocker: BlockOperation) {
+        let plainQueue = OperationQueue()
+        plainQueue.addOperation(operation)
+        plainQueue.addOperation(blocker)
+    }
+
     /// An operation that logs "operation", started by a plain queue and waiting for a dependency
     /// (logging "dependency") that its condition brought, which that queue holds but cannot
     /// start until `blocker`, not yet on any queue, finishes.
     private func waitingOnPlainQueueForAHeldDependency(plainDependency: Bool, log: Recorder<String>)
         -> (operation: AsyncBlockOperation, dependency: Operation, blocker: BlockOperation, plainQueue: OperationQueue) {
-        let blocker = BlockOperation {}
-        let dependency = loggedDependency(plain: plainDependency, log: log)
-        dependency.addDependency(blocker)
+        let (dependency, blocker) = blockedLoggedDependency(plain: plainDependency, log: log)
         let operation = AsyncBlockOperation { log.append("operation") }
         operation.addCondition(StubCondition.satisfied(bringing: dependency))
         let plainQueue = OperationQueue()

@@ -502,6 +502,26 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(state.takeDependencies().isEmpty)
     }
 
+    /// A lifecycle waiting on a queue, whose condition brought `dependency`, with
+    /// `conditionsAttaching` conditions added since whose dependencies are being attached; `nil`
+    /// (with an issue recorded) if a step went otherwise.
+    private func waitingLifecycle(bringing dependency: Operation, conditionsAttaching: Int) -> OperationLifecycle? {
+        var state = OperationLifecycle()
+        guard state.addConditionDependency(dependency).kind == .added else {
+            Issue.record("expected the dependency to be added")
+            return nil
+        }
+        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
+        _ = state.finishEnqueuing(attached: 0)
+        for _ in 0..<conditionsAttaching {
+            guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
+                Issue.record("expected each condition's dependency to be attached by the one who adds it")
+                return nil
+            }
+        }
+        return state
+    }
+
     /// An operation cancelled while a condition added as it waited is attaching its dependency
     /// keeps what its conditions brought until that attachment ends: that condition may be
     /// bringing one of them again, and must find it brought before. Then it lets go of them: a
@@ -510,15 +530,8 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     @Test func conditionDependency_outlivesAFinishDuringAnAttachment_untilTheAttachmentEnds() {
         // Given a waiting operation whose condition brought a dependency, and a condition added
         // since, whose dependency is being attached
-        var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        #expect(state.addConditionDependency(dependency).kind == .added)
-        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
-        _ = state.finishEnqueuing(attached: 0)
-        guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
-            Issue.record("expected the condition's dependency to be attached by the one who adds it")
-            return
-        }
+        guard var state = waitingLifecycle(bringing: dependency, conditionsAttaching: 1) else { return }
 
         // When it is cancelled, and its finish completes
         _ = state.cancel(error: nil)
@@ -632,17 +645,8 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
     @Test func conditionDependency_outlivesAFinishUntilTheLastOfTwoAttachmentsEnds() {
         // Given a waiting operation whose condition brought a dependency, and two conditions
         // added since, both attaching
-        var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        _ = state.addConditionDependency(dependency)
-        _ = state.enqueue(on: AsyncOperationQueue(), ticket: 1)
-        _ = state.finishEnqueuing(attached: 0)
-        for _ in 0..<2 {
-            guard case .addedWhileWaiting = state.addCondition(Condition(), satisfiedByConstruction: false) else {
-                Issue.record("expected each condition's dependency to be attached by the one who adds it")
-                return
-            }
-        }
+        guard var state = waitingLifecycle(bringing: dependency, conditionsAttaching: 2) else { return }
 
         // When it is cancelled, its finish completes, and the first attachment ends
         _ = state.cancel(error: nil)
