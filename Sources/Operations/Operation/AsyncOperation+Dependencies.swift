@@ -104,6 +104,8 @@ extension AsyncOperation {
     func addDependencyOnItself() {
         let name = displayName
         switch lifecycle.addSelfDependency(ObjectIdentifier(self), name: name) {
+        case .alreadyThere:
+            break
         case .tooLate:
             OperationDiagnostics.report(.configuredTooLate, self, "addDependency(_:) was called after the operation stopped waiting for dependencies; '\(name)' (the operation itself) was ignored")
         case let .cycleRecorded(action):
@@ -118,8 +120,9 @@ extension AsyncOperation {
     ///
     /// The wait and what it reaches are published before the search: of two adds on two threads
     /// that close a cycle together, and that both search, the one that searches last sees the
-    /// other's. (Two operations that nothing waits for, each made to depend on the other at the
-    /// same moment, may both read no dependent and search nothing: that cycle goes unreported.)
+    /// other's. An add that read no live dependent reads them again once its wait is published:
+    /// of two operations that nothing waits for, each made to depend on the other at the same
+    /// moment, the one that reads last sees the other waiting for it, and searches.
     ///
     /// Where no cycle can close, nothing is searched. With a live dependent (an operation or a
     /// listener waiting for this one: `dependents`, read in the step that added `operation`),
@@ -133,7 +136,7 @@ extension AsyncOperation {
     @discardableResult
     func waitForNewDependency(_ operation: Operation, dependents: SmallArray<WeakFinishWatcher>) -> Bool {
         let reached = startWaiting(for: operation)
-        let closesCycle = if dependents.contains(where: { $0.object != nil }) { // loaded unlocked: see `DependencyAddition`
+        let closesCycle = if Self.anyIsLive(dependents) || Self.anyIsLive(lifecycle.dependents) {
             dependencyWouldCloseCycle(operation)
         } else {
             reached?.leadsBack(to: self, from: operation) == true && dependencyWouldCloseCycle(operation)
@@ -141,6 +144,12 @@ extension AsyncOperation {
         guard closesCycle else { return true }
         recordCycle(through: operation, wasCounted: true)
         return false
+    }
+
+    /// Whether any of `dependents` is alive, read outside the lock: a load may be left holding
+    /// the last reference to a dependent, whose `deinit` must not run under a lock.
+    private static func anyIsLive(_ dependents: SmallArray<WeakFinishWatcher>) -> Bool {
+        dependents.contains { $0.object != nil }
     }
 
     /// Whether `self` can be reached from `dependency` through unfinished dependencies: a search

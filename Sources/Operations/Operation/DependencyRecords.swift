@@ -39,6 +39,11 @@ final class DependencyRecords: Sendable {
         closedCycles.last?.name
     }
 
+    /// Whether the dependency `id` is recorded as closing a cycle.
+    func closesCycle(through id: ObjectIdentifier) -> Bool {
+        closedCycles.contains { $0.dependency == id }
+    }
+
     /// Whether a condition brought `operation`.
     func broughtByCondition(_ operation: Operation) -> Bool {
         conditionDependencies.contains { $0 === operation }
@@ -53,8 +58,7 @@ final class DependencyRecords: Sendable {
     /// Whether `dependency` closes a cycle or was brought by a condition: removing it changes
     /// these records.
     func involves(_ dependency: Operation) -> Bool {
-        let id = ObjectIdentifier(dependency)
-        return closedCycles.contains { $0.dependency == id } || broughtByCondition(dependency)
+        closesCycle(through: ObjectIdentifier(dependency)) || broughtByCondition(dependency)
     }
 
     /// These records, `dependency` removed: it no longer closes a cycle, nor counts as one a

@@ -26,6 +26,8 @@ struct LifecycleStorage {
     var outcome: OperationLifecycle.Outcome { locked.withLock { $0.outcome } }
     var output: (any Sendable)? { locked.withLock { $0.output } }
     var dependencies: [Operation] { locked.withLock { $0.dependencies }.array }
+    /// Who waits for the operation, weakly: check liveness after unlocking.
+    var dependents: SmallArray<WeakFinishWatcher> { locked.withLock { $0.dependents } }
     var logger: LoggingObserver? { locked.withLock { $0.logger } }
     var categoryLockGate: CategoryLockGate? { locked.withLock { $0.categoryLockGate } }
     var heldCategories: [String] { locked.withLock { $0.heldCategories } }
@@ -35,6 +37,7 @@ struct LifecycleStorage {
     var waitStart: OperationLifecycle.WaitStart { locked.withLock { $0.waitStart } }
     var lastKnownQueue: QueueMention? { locked.withLock { $0.lastKnownQueue } }
     var placeOnQueue: OperationLifecycle.PlaceOnQueue { locked.withLock { $0.placeOnQueue } }
+    var addAcceptance: OperationLifecycle.AddAcceptance { locked.withLock { $0.addAcceptance } }
     var standingInLine: OperationLifecycle.StandingInLine? { locked.withLock { $0.standingInLine } }
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] { locked.withLock { $0.unansweredConditions } }
 

@@ -111,22 +111,6 @@ extension OperationLifecycle {
         return .recorded(advanceIfDependenciesFinished())
     }
 
-    /// What making the operation depend on itself (`addDependency(self)`) came to.
-    enum SelfDependency {
-        /// The cycle it closes is recorded: go on as `action` says.
-        case cycleRecorded(AdvanceAction)
-        /// Too late: the operation stopped taking dependencies, and nothing is recorded.
-        case tooLate
-    }
-
-    /// The operation, identified by `id` and named `name`, is made to depend on itself: a cycle,
-    /// as any other while it still takes dependencies, and ignored once it no longer does.
-    mutating func addSelfDependency(_ id: ObjectIdentifier, name: String) -> SelfDependency {
-        guard acceptsConfiguration else { return .tooLate }
-        markCycle(closedBy: id, name: name, wasCounted: false)
-        return .cycleRecorded(advanceIfDependenciesFinished())
-    }
-
     /// What beginning a condition evaluation asks of the operation.
     enum EvaluationStart {
         /// The conditions were handed out before: nothing to do.

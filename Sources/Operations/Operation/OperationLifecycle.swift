@@ -422,16 +422,31 @@ struct OperationLifecycle {
         case onceReady
     }
 
-    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64 = 0) -> EnqueueAction {
+    /// Whether a queue may take the operation, and if not, what its refusal reports.
+    enum AddAcceptance {
+        /// It was never added nor started: a queue may take it.
+        case acceptable
+        /// It is on a queue, or was started by hand, or finished: refuse it with this report.
+        case refused(OperationDiagnostic.Kind, String)
+    }
+
+    /// Whether a queue may take the operation now (`enqueue` refuses it otherwise).
+    var addAcceptance: AddAcceptance {
         switch phase {
         case .initialized:
-            break
+            .acceptable
         case .finishing, .finished:
-            return .reject(.addedAfterFinishing, "the operation has already finished; it was not added again")
+            .refused(.addedAfterFinishing, "the operation has already finished; it was not added again")
         case .executing where startedByCaller, .evaluatingConditions where startedByCaller:
-            return .reject(.addedAfterFinishing, "the operation was already started by hand; it was not added to the queue")
+            .refused(.addedAfterFinishing, "the operation was already started by hand; it was not added to the queue")
         default:
-            return .reject(.addedTwice, "the operation is already on a queue; the second add was ignored")
+            .refused(.addedTwice, "the operation is already on a queue; the second add was ignored")
+        }
+    }
+
+    mutating func enqueue(on queue: AsyncOperationQueue, ticket: UInt64, lineRoot: UInt64 = 0) -> EnqueueAction {
+        if case let .refused(kind, message) = addAcceptance {
+            return .reject(kind, message)
         }
         self.queue = queue
         lastQueueMention = queue.mention
@@ -694,6 +709,25 @@ struct OperationLifecycle {
         }
         let cycle = DependencyRecords.ClosedCycle(dependency: id, name: name)
         dependencyRecords = dependencyRecords?.closingCycle(through: id, name: name) ?? DependencyRecords(closedCycles: [cycle])
+    }
+
+    /// What making the operation depend on itself (`addDependency(self)`) came to.
+    enum SelfDependency {
+        /// The cycle it closes is recorded: go on as `action` says.
+        case cycleRecorded(AdvanceAction)
+        /// It depends on itself already: nothing changes, as for any dependency added twice.
+        case alreadyThere
+        /// Too late: the operation stopped taking dependencies, and nothing is recorded.
+        case tooLate
+    }
+
+    /// The operation, identified by `id` and named `name`, is made to depend on itself: a cycle,
+    /// as any other while it still takes dependencies, and ignored once it no longer does.
+    mutating func addSelfDependency(_ id: ObjectIdentifier, name: String) -> SelfDependency {
+        guard acceptsConfiguration else { return .tooLate }
+        if let records = dependencyRecords, records.closesCycle(through: id) { return .alreadyThere }
+        markCycle(closedBy: id, name: name, wasCounted: false)
+        return .cycleRecorded(advanceIfDependenciesFinished())
     }
 
     /// Takes the dependencies out, those its conditions brought included, for an operation being

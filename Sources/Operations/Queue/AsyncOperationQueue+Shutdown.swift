@@ -6,7 +6,9 @@ extension AsyncOperationQueue {
     /// From the moment it is called the queue takes no new operation: one added later finishes
     /// at once without executing, cancelled with `AsyncOperationError.queueShutDown` (its
     /// observers hear `operationDidCancel` and `operationDidFinish`), and a plain Foundation
-    /// operation added later is cancelled. Operations already executing may finish during
+    /// operation added later is cancelled. (One already on another queue, or finished, is left
+    /// as it is, and the add is reported as any refused add is: `.addedTwice`,
+    /// `.addedAfterFinishing`.) Operations already executing may finish during
     /// `gracePeriod`; every operation still waiting (for dependencies, conditions, categories, a
     /// slot, or a suspended queue) is cancelled with `AsyncOperationError.queueShutDown` and
     /// finishes without executing. Once the grace period is over, the operations still running
@@ -87,31 +89,37 @@ extension AsyncOperationQueue {
     /// An add after the shut-down began: the operations finish at once without executing,
     /// cancelled with `AsyncOperationError.queueShutDown`. They finish on the framework's
     /// fallback queue, so that their observers and anyone waiting for them hear it as for any
-    /// cancelled operation. One already on a queue of the package (or finished, or executing) is
-    /// left alone, to run where it is: this queue reports the misuse (`.addedTwice`,
-    /// `.addedAfterFinishing`) as it would while running. (One waiting on a plain
-    /// `OperationQueue` looks unused: it is cancelled, and a plain one then reaches Foundation,
-    /// which traps, as on any operation added twice.)
+    /// cancelled operation. One that is on a queue of the package already, or was started by
+    /// hand, or finished, is not touched: this queue reports the refused add as it does while it
+    /// runs (`.addedTwice`, `.addedAfterFinishing`). (One waiting on a plain `OperationQueue`
+    /// looks unused: it is cancelled, and a plain one then reaches Foundation, which traps, as
+    /// on any operation added twice.)
     func refuseAfterShutDown(_ operations: [Operation]) {
         var unused: [Operation] = []
         for operation in operations {
-            guard operation.looksUnused else {
-                reportRefusedUsedOperation(operation)
-                continue
-            }
             if let operation = operation as? AsyncOperation {
-                operation.cancel(with: AsyncOperationError.queueShutDown)
+                switch operation.lifecycle.addAcceptance {
+                case .acceptable:
+                    operation.cancel(with: AsyncOperationError.queueShutDown)
+                    unused.append(operation)
+                case let .refused(kind, message):
+                    reportRefusedAdd(kind, of: operation, message)
+                }
+            } else if !operation.looksUnused {
+                reportRefusedPlainOperation(operation)
             } else {
                 operation.cancel()
+                unused.append(operation)
             }
-            unused.append(operation)
         }
-        engine.fallbackQueue.addOperations(unused, waitUntilFinished: false)
+        if !unused.isEmpty {
+            engine.fallbackQueue.addOperations(unused, waitUntilFinished: false)
+        }
     }
 
-    /// Reports the refused add of an operation that is on a queue already, or finished, or
-    /// executing, naming this queue.
-    private func reportRefusedUsedOperation(_ operation: Operation) {
+    /// Reports the refused add of a plain operation that is on a queue already, or finished, or
+    /// executing, as `addOperation(_:)` does.
+    private func reportRefusedPlainOperation(_ operation: Operation) {
         if operation.isFinished || operation.isExecuting {
             reportRefusedAdd(.addedAfterFinishing, of: operation, RefusedAddReason.finishedOrExecuting)
         } else {

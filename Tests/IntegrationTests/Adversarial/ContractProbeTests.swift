@@ -509,6 +509,32 @@ struct ContractProbeTests {
         }
     }
 
+    // README, misuse table: "adding an operation that is already on a queue | .addedTwice | the
+    // second add is ignored; the operation runs once". Refused by a shut-down queue as by a running one.
+    @Test
+    func queueThatWasShutDown_refusingAnOperationExecutingElsewhere_reportsItAddedTwice() async {
+        // Given an operation executing on a queue, and another queue, shut down
+        let held = HeldOperations()
+        let name = uniqueName("executing-elsewhere")
+        let operation = held.make(name)
+        AsyncOperationQueue().addOperation(operation)
+        #expect(await eventually { held.startCount(name) == 1 })
+        let stopped = AsyncOperationQueue()
+        stopped.name = uniqueName("stopped")
+        await stopped.shutDown(gracePeriod: 0)
+
+        // When the operation is added to the shut-down queue
+        stopped.addOperation(operation)
+
+        // Then that queue refuses it as added twice, and it runs on, uncancelled
+        #expect(DiagnosticsLog.shared.kinds(about: name) == [.addedTwice])
+        #expect(DiagnosticsLog.shared.diagnostics(about: name).first?.queueNames.contains(stopped.name!) == true)
+        #expect(!operation.isCancelled)
+        held.finish(name)
+        #expect(await eventually { operation.isFinished })
+        #expect(operation.errors.isEmpty)
+    }
+
     // README, misuse table: "adding a finished or executing operation | .addedAfterFinishing | ignored".
     @Test
     func queueThatWasShutDown_refusingAFinishedOperation_namesItself() async {

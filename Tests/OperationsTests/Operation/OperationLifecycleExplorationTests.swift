@@ -55,6 +55,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     /// A dependency that closes a cycle is added while it is being added or waits:
     /// `addDependency`, then, in a step of its own, `recordCycle(through:name:wasCounted:)`.
     var cycle = false
+    /// The operation is made to depend on itself (`addSelfDependency`) at any moment: a cycle
+    /// while it takes dependencies, too late once it no longer does.
+    var selfDependency = false
     /// Another operation holds the category at first (and lets go of it some time).
     var contended = false
     /// A subclass that holds back a finish without execution (as a group does) and delivers it later.
@@ -116,6 +119,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
         LifecycleScope(name: "a dependency closing a cycle, added while it waits", conditions: [.answered],
                        dependency: true, cycle: true, finishes: 1, suspensions: 1,
                        minimumStates: 40_000, minimumTerminals: 90),
+        LifecycleScope(name: "made to depend on itself at any moment", conditions: [.answered],
+                       dependency: true, selfDependency: true, finishes: 1, suspensions: 1,
+                       minimumStates: 50_000, minimumTerminals: 150),
     ]
 }
 
@@ -307,6 +313,9 @@ private struct World {
     var lateConditionBrought = false
     var lateConditionAttached = false
     var cycleAdded = false
+    var selfDependencyAdded = false
+    /// The self-dependency came while it took dependencies: a cycle, so it must never execute.
+    var selfCycleRecorded = false
     var answersOwed: [Int] = []
     var satisfiedConditions: Set<Int> = []
     var answeredOnce: Set<Int> = []
@@ -370,7 +379,7 @@ private struct World {
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
-            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionBrought, lateConditionAttached, cycleAdded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
+            flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionBrought, lateConditionAttached, cycleAdded, selfDependencyAdded, selfCycleRecorded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
@@ -431,6 +440,8 @@ private struct Explorer {
     let dependency = BlockOperation {}
     let lateDependency = BlockOperation {}
     let cycleDependency = BlockOperation {}
+    /// Stands for the operation itself, as its own dependency.
+    let itself = BlockOperation {}
 
     init(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug>) {
         self.scope = scope
@@ -532,6 +543,22 @@ private struct Explorer {
                 world.cycleAdded = true
                 if case .added = world.life.addDependency(cycleDependency) {
                     world.spawn([.recordCycle])
+                }
+            }
+        }
+        if scope.selfDependency && !world.selfDependencyAdded {
+            event("it is made to depend on itself") { world in
+                world.selfDependencyAdded = true
+                let takesDependencies = [.initialized, .enqueuing, .pending].contains(world.life.phase)
+                switch world.life.addSelfDependency(ObjectIdentifier(itself), name: "op") {
+                case let .cycleRecorded(action):
+                    if !takesDependencies { world.violate("a self-dependency recorded a cycle in phase \(world.life.phase)") }
+                    world.selfCycleRecorded = true
+                    world.spawn([.advance(Advance(action))])
+                case .tooLate:
+                    if takesDependencies { world.violate("a self-dependency was too late in phase \(world.life.phase)") }
+                case .alreadyThere:
+                    world.violate("a first self-dependency was taken for a second")
                 }
             }
         }
@@ -1186,6 +1213,7 @@ private struct Explorer {
             world.violate("on Foundation's queue but not isReady (phase \(life.phase))")
         }
         if world.executed > 0 && world.didStart == 0 { world.violate("execute() without operationDidStart") }
+        if world.executed > 0 && world.selfCycleRecorded { world.violate("executed though it depends on itself") }
         if life.phase == .ready && (life.isCancelled || life.finishRequestedBeforeStart) && life.holdsCategories
             && checkedBugs.contains(.keepsCategoryItWillNotUse) {
             world.violate("waits for Foundation to start it, will not execute, yet keeps category A")

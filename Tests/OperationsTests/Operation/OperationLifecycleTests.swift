@@ -597,13 +597,15 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         let removal = state.removeDependency(dependency)
 
         // Then its watcher is handed out, and none is kept
-        guard case let .removed(stopWatching, _) = removal else { return }
-        #expect(stopWatching === watcher)
+        switch removal {
+        case let .removed(stopWatching, _):
+            #expect(stopWatching === watcher)
+        }
         #expect(state.dependencyWatchers.isEmpty)
     }
 
-    /// An operation made to depend on itself closes a cycle while it takes dependencies, and
-    /// records nothing once it no longer does.
+    /// An operation made to depend on itself closes a cycle while it takes dependencies (once,
+    /// however often), and records nothing once it no longer does.
     @Test func selfDependency_closesACycleUntilTheOperationStopsTakingDependencies() {
         let id = ObjectIdentifier(BlockOperation {})
         var waiting = OperationLifecycle()
@@ -612,6 +614,10 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             return
         }
         #expect(waiting.cycleDependencyName == "itself")
+        guard case .alreadyThere = waiting.addSelfDependency(id, name: "itself") else {
+            Issue.record("expected a second self-dependency to change nothing, as any dependency added twice")
+            return
+        }
 
         var pastWaiting = OperationLifecycle()
         guard case .handOffNow = pastWaiting.enqueue(on: AsyncOperationQueue(), ticket: 1) else {
