@@ -149,7 +149,7 @@ extension AsyncOperation {
     /// Whether any of `dependents` is alive, read outside the lock: a load may be left holding
     /// the last reference to a dependent, whose `deinit` must not run under a lock.
     private static func anyIsLive(_ dependents: SmallArray<WeakFinishWatcher>) -> Bool {
-        dependents.contains { $0.object != nil }
+        !dependents.isEmpty && dependents.contains { $0.object != nil } // the first test spares a chain's links the iteration
     }
 
     /// Whether `self` can be reached from `dependency` through unfinished dependencies: a search
