@@ -27,7 +27,9 @@ extension AsyncOperation {
             let watcher = engine.dependencyWatcher.watch(operation) { [weak self] in
                 self?.dependencyDidFinish(id)
             }
-            lifecycle.watch(id, with: watcher)
+            if case let .stop(unneeded) = lifecycle.watch(id, with: watcher) {
+                DependencyWatcher.stop(unneeded)
+            }
             let reached = PlainReach(operation)
             widenReach(by: reached)
             return reached

@@ -658,9 +658,21 @@ struct OperationLifecycle {
         return .removed(stopWatching: watcher, then: dependencyFinished(id))
     }
 
-    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`.
-    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) {
+    /// What keeping the watcher of a plain dependency came to.
+    enum WatcherKeeping {
+        /// Kept until the dependency finishes or is removed.
+        case kept
+        /// The operation no longer waits for it (removed, finished, or the operation finished
+        /// since the dependency was added): stop the watcher, after unlocking.
+        case stop(Operation)
+    }
+
+    /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`,
+    /// unless it stopped waiting for it meanwhile.
+    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) -> WatcherKeeping {
+        guard unfinishedDependencies.lastIndex(of: id) != nil else { return .stop(watcher) } // from the end: it was added last
         dependencyWatchers[id] = watcher
+        return .kept
     }
 
     /// What registering a finish watcher came to.

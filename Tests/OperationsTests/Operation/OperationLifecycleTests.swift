@@ -590,7 +590,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         let dependency = BlockOperation {}
         let watcher = BlockOperation {}
         _ = state.addDependency(dependency)
-        state.watch(ObjectIdentifier(dependency), with: watcher)
+        _ = state.watch(ObjectIdentifier(dependency), with: watcher)
         _ = state.recordCycle(through: ObjectIdentifier(dependency), name: "plain", wasCounted: true)
 
         // When it is removed
@@ -602,6 +602,37 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
             #expect(stopWatching === watcher)
         }
         #expect(state.dependencyWatchers.isEmpty)
+    }
+
+    /// A plain dependency removed (on another thread) between its add and its watcher's keeping
+    /// is no longer waited for: the watcher is handed back to be stopped, and none is kept.
+    @Test func aWatcherForADependencyRemovedMeanwhile_isHandedBack() {
+        // Given a plain dependency added, then removed before its watcher is kept
+        var state = OperationLifecycle()
+        let dependency = BlockOperation {}
+        let watcher = BlockOperation {}
+        _ = state.addDependency(dependency)
+        _ = state.removeDependency(dependency)
+
+        // When its watcher is to be kept
+        let keeping = state.watch(ObjectIdentifier(dependency), with: watcher)
+
+        // Then it is handed back to be stopped, and none is kept
+        guard case let .stop(handedBack) = keeping else {
+            Issue.record("expected the watcher of a removed dependency to be handed back")
+            return
+        }
+        #expect(handedBack === watcher)
+        #expect(state.dependencyWatchers.isEmpty)
+
+        // And a dependency still waited for keeps its watcher
+        let waitedFor = BlockOperation {}
+        _ = state.addDependency(waitedFor)
+        guard case .kept = state.watch(ObjectIdentifier(waitedFor), with: watcher) else {
+            Issue.record("expected the watcher of a dependency waited for to be kept")
+            return
+        }
+        #expect(state.dependencyWatchers.count == 1)
     }
 
     /// An operation made to depend on itself closes a cycle while it takes dependencies (once,
