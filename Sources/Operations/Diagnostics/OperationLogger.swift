@@ -91,7 +91,8 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     /// are heard too: a child's span is a child of its group's.
     public let groupID: OperationID?
     /// The dependencies the operation had when it was added whose events are heard too, such as
-    /// the link before it in a chain: its work follows theirs.
+    /// the link before it in a chain: its work follows theirs. Read as the operation is added: a
+    /// dependency added to a logging queue after it (later in the same batch, say) is not named.
     public let dependencyIDs: [OperationID]
     /// The errors themselves: for `.finished`, the operation's final errors; for `.cancelled`,
     /// those it had when it was cancelled (the reason it was given, if any); empty otherwise.

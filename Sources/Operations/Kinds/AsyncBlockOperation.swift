@@ -76,11 +76,16 @@ open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
 
     /// A cancel while executing: before the block is called, it never is (`execute()`, on its way,
     /// finishes instead: so `operationDidStart` is still followed by `execute()`); while it is
-    /// being called, the operation finishes once the call returns; after, a continuation still
-    /// pending is cut short at once.
+    /// being called, the operation finishes once the call returns, and a continuation called
+    /// meanwhile is ignored; after, a continuation still pending is cut short at once.
     override func cancellationDuringExecution() {
-        if lifecycle.blockCancelled() == .finishNow {
+        switch lifecycle.blockCancelled() {
+        case .nothing:
+            break
+        case .finishNow:
             finish()
+        case let .ignoreContinuation(gate):
+            gate.operationFinished() // a call from now on finds no operation to finish
         }
     }
 

@@ -72,11 +72,23 @@ struct BlockInvocation {
         case nothing
         /// A continuation is still pending: the operation finishes at once.
         case finishNow
+        /// The block is being called: its continuation, called from now on, is ignored (tell
+        /// `gate`, after unlocking); the operation finishes once the call returns.
+        case ignoreContinuation(ContinuationGate)
+
+        static func == (lhs: CancelReaction, rhs: CancelReaction) -> Bool {
+            switch (lhs, rhs) {
+            case (.nothing, .nothing), (.finishNow, .finishNow): true
+            case let (.ignoreContinuation(left), .ignoreContinuation(right)): left === right
+            default: false
+            }
+        }
     }
 
     /// A cancel while executing: before the block is called, it never is (`begin` returns `nil`,
     /// and the operation finishes); while it is being called, the operation finishes once the
-    /// call returns; after, a continuation still pending is cut short at once.
+    /// call returns, and its continuation is ignored from now on; after, a continuation still
+    /// pending is cut short at once.
     mutating func cancelled() -> CancelReaction {
         switch stage {
         case .notStarted:
@@ -84,7 +96,7 @@ struct BlockInvocation {
             return .nothing
         case .invoking:
             stage = .invoking(finishRequested: true)
-            return .nothing
+            return pendingContinuation.map { .ignoreContinuation($0) } ?? .nothing
         case .invoked:
             return pendingContinuation == nil ? .nothing : .finishNow
         case .skipped:

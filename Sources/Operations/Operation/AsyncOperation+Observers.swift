@@ -5,8 +5,10 @@ extension AsyncOperation {
     /// and finishes.
     ///
     /// Add observers before the operation starts to hear every event; one added later hears only
-    /// what happens from then on. Added after the operation finished, it is reported as
-    /// `.configuredTooLate` and ignored.
+    /// what happens from then on. Added once the operation's finish has begun, it is reported as
+    /// `.configuredTooLate` and ignored: that is also the case from `operationDidCancel` on for
+    /// an operation cancelled before it executed, which begins finishing as it is cancelled
+    /// (`isFinished` may still be `false` then).
     public final func addObserver(_ observer: any OperationObserver) {
         if lifecycle.addObserver(observer) == .tooLate {
             OperationDiagnostics.report(.configuredTooLate, self, "addObserver(_:) was called after the operation finished; the observer was ignored")

@@ -1337,8 +1337,10 @@ struct OperationLifecycle {
         if hasBegunFinishing {
             return isCancelled ? .none : .reportDuplicate
         }
-        if case let .ready(placement, standing, _) = state {
-            // Foundation holds the operation and will call start(); it finishes there.
+        if case let .ready(placement, standing, finishRequested) = state {
+            // Foundation holds the operation and will call start(); it finishes there. The first
+            // request wins, as a finish already begun would.
+            if finishRequested { return isCancelled ? .none : .reportDuplicate }
             record(newErrors)
             state = .ready(placement, standing, finishRequested: true)
             return releaseCategoriesEarly().map(FinishAction.releaseCategoriesEarly) ?? .none

@@ -535,6 +535,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case .handOff:
             batch.operations.append(operation)
         case var .kept(letThrough):
+            if context.isLogging, let operation = operation as? AsyncOperation {
+                operation.logWaiting() // for its turn, or for a suspended queue
+            }
             // The outbox is delivered once the add ends, with the rest of its batch.
             batch.deliversOutbox = batch.deliversOutbox || letThrough.deliversOutbox
             letThrough.deliversOutbox = false
@@ -836,8 +839,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
 
-    /// Cancels every operation on the queue, including those still waiting. Waiting operations
-    /// finish at once, without executing.
+    /// Cancels every operation on the queue, including those still waiting. Operations waiting
+    /// for dependencies, conditions or categories finish at once, without executing. One that
+    /// waits for nothing but its turn (a suspended queue, or a serial queue's line) finishes
+    /// without executing when the queue gets to it, as on Foundation's own queue.
     open override func cancelAllOperations() {
         // Latest first, so no dependent is released to run by the cancellation of what it waits for.
         for operation in allOperations.reversed() {

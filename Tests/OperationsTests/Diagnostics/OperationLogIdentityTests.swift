@@ -94,7 +94,7 @@ import TestSupport
         cancelled.cancel(with: StubError("no longer needed"))
         queue.isSuspended = false
         #expect(waitUntilFinished([cancelled, failing]))
-        #expect(waitUntil { logger.events(of: failing.name!).count == 3 && logger.events(of: cancelled.name!).count == 3 })
+        #expect(waitUntil { logger.events(of: failing.name!).count == 4 && logger.events(of: cancelled.name!).count == 4 }) // added, waiting, ...
 
         let cancellation = logger.events(of: cancelled.name!).first { $0.kind == .cancelled }
         #expect((cancellation?.errors.first as? StubError) == StubError("no longer needed"))

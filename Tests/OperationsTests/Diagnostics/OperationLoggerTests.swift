@@ -199,12 +199,13 @@ import TestSupport
         cancelled.cancel()
         queue.isSuspended = false
         #expect(waitUntilFinished([cancelled, failing]))
-        #expect(waitUntil { logger.kinds(of: failing.name!).count == 3 && logger.kinds(of: cancelled.name!).count == 3 })
+        #expect(waitUntil { logger.kinds(of: failing.name!).count == 4 && logger.kinds(of: cancelled.name!).count == 4 })
 
-        #expect(logger.kinds(of: cancelled.name!) == [.added, .cancelled, .finished(errors: [])])
-        #expect(logger.kinds(of: failing.name!) == [.added, .started, .finished(errors: ["StubError(broken)"])])
+        let suspended = OperationLogEvent.Kind.waiting([.suspendedQueue(queue.name)]) // held in line as they were added
+        #expect(logger.kinds(of: cancelled.name!) == [.added, suspended, .cancelled, .finished(errors: [])])
+        #expect(logger.kinds(of: failing.name!) == [.added, suspended, .started, .finished(errors: ["StubError(broken)"])])
         let levels = logger.events.all.filter { $0.operationName == failing.name! }.map(\.level)
-        #expect(levels == [.debug, .info, .warning])
+        #expect(levels == [.debug, .debug, .info, .warning])
         #expect(logger.events.all.first { $0.kind == .cancelled && $0.operationName == cancelled.name! }?.level == .notice)
     }
 

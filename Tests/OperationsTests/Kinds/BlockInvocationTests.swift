@@ -46,6 +46,16 @@ import Testing
         #expect(block.returned() == .finishNow)
     }
 
+    @Test func aCancelWhileTheBlockRuns_ignoresItsContinuationFromThenOn() {
+        var block = blockAwaitingItsContinuation() // its call has not returned yet
+        guard case let .ignoreContinuation(gate) = block.cancelled() else {
+            Issue.record("expected the continuation to be ignored from the cancel on")
+            return
+        }
+        #expect(block.returned() == .finishNow)
+        gate.operationFinished()
+    }
+
     @Test func aBlockThatReturnedUncancelled_waitsForItsContinuation() {
         var block = continuationBlock()
         _ = block.begin(isCancelled: false)
