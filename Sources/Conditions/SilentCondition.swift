@@ -4,7 +4,7 @@ import Operations
 /// Evaluates a condition without producing its dependency.
 ///
 /// Use it to check, for instance, whether permission was already granted, without asking.
-/// Keeps the inner condition's name, categories and evaluation.
+/// Keeps the inner condition's categories and evaluation; its name is `Silent<inner name>`.
 public struct SilentCondition<Inner: OperationCondition>: OperationCondition {
     /// The condition evaluated silently.
     public let inner: Inner
