@@ -103,7 +103,7 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
             perform(resolution.steps)
         }
         // After any new child was added, so the group never sees zero pending children between.
-        super.recordChildFinished(child, errors: keepsErrors ? finished.errors : [])
+        super.recordChildFinished(child, errors: finished.errors, keeping: keepsErrors ? finished.errors : [])
     }
 
     private func perform(_ steps: [Machine.Step]) {

@@ -198,6 +198,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     func recordChildFinished(_ child: Foundation.Operation, errors: [any Error]) {
+        recordChildFinished(child, errors: errors, keeping: errors)
+    }
+
+    /// A child finished with `errors`, which `childDidFinish(_:errors:)` hears; the group keeps
+    /// `kept` among its own (a composite or a retry drops those of an attempt it runs again).
+    func recordChildFinished(_ child: Foundation.Operation, errors: [any Error], keeping kept: [any Error]) {
         childDidFinish(child, errors: errors)
         // The group is done only once every child it counted has finished: this one was admitted
         // as it finished (`.tooLate`), never counted, and its finish counts for nothing either.
@@ -207,7 +213,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             // every other child counted, and the group's completion comes after all of them.
             updateProgress(ProgressDelta(finished: 1))
         }
-        perform(children.withLock { $0.childFinished(errors: errors) })
+        perform(children.withLock { $0.childFinished(errors: kept) })
     }
 
     private func perform(_ action: GroupStateMachine<Foundation.Operation>.Action) {

@@ -21,7 +21,9 @@ import Foundation
 /// operation has not been cancelled, and `shouldRetry` (if given) returns true for each of its
 /// errors. The retry operation succeeds as soon as an attempt succeeds; otherwise its `errors`
 /// are **the last attempt's errors**, so it fails the way its last attempt did (`shouldRetry`
-/// sees every error of every failed attempt, if earlier ones matter to you).
+/// sees every error of every failed attempt, if earlier ones matter to you). Operations an
+/// attempt produces are waited for, as in any group, but their errors are not the retry
+/// operation's: its verdict is its attempts'.
 ///
 /// If `makeAttempt` returns an operation that was already queued or run, the retry operation is
 /// cancelled with `AsyncOperationError.childReused`, beside the errors of the attempt before.
@@ -87,7 +89,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         switch state.withLock({ $0.role(of: child) }) {
         case .attempt:
             let willRetry = retry(afterAttemptFailedWith: errors)
-            super.recordChildFinished(child, errors: willRetry ? [] : errors)
+            super.recordChildFinished(child, errors: errors, keeping: willRetry ? [] : errors)
         case .backoffWait:
             let end = state.withLock { $0.backoffFinished() }
             guard case let .waited(pending, released) = end else { return }
@@ -97,8 +99,8 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
                 return
             }
             super.recordChildFinished(child, errors: errors)
-        case .other:
-            super.recordChildFinished(child, errors: errors)
+        case .other: // an operation an attempt produced: waited for, its errors not kept
+            super.recordChildFinished(child, errors: errors, keeping: [])
         }
     }
 

@@ -31,7 +31,9 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
 
     /// The value the operation produced; `nil` until it finished with one.
     public final var output: Output? {
-        lifecycle.output as? Output
+        // Checked before the cast: cast to an optional `Output`, nothing would read as a produced `nil`.
+        guard let produced = lifecycle.output else { return nil }
+        return produced as? Output
     }
 
     /// The operation's outcome once it finished, exactly what `value` and `runAndWait()` give:
