@@ -22,8 +22,8 @@ import Foundation
 /// errors. The retry operation succeeds as soon as an attempt succeeds; otherwise its `errors`
 /// are **the last attempt's errors**, so it fails the way its last attempt did (`shouldRetry`
 /// sees every error of every failed attempt, if earlier ones matter to you). Operations an
-/// attempt produces are waited for, as in any group, but their errors are not the retry
-/// operation's: its verdict is its attempts'.
+/// attempt produces are waited for and their errors kept, as in any group (API.md 7): work an
+/// attempt hands off that fails still fails the retry operation.
 ///
 /// If `makeAttempt` returns an operation that was already queued or run, the retry operation is
 /// cancelled with `AsyncOperationError.childReused`, beside the errors of the attempt before.
@@ -99,8 +99,8 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
                 return
             }
             super.recordChildFinished(child, errors: errors)
-        case .other: // an operation an attempt produced: waited for, its errors not kept
-            super.recordChildFinished(child, errors: errors, keeping: [])
+        case .other: // an operation an attempt produced: its errors are kept, as in any group
+            super.recordChildFinished(child, errors: errors)
         }
     }
 
