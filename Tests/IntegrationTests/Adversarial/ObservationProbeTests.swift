@@ -520,22 +520,12 @@ import TestSupport
         let logger = RecordingLogger()
         let queue = AsyncOperationQueue()
         queue.logger = logger
-        let upstreamName = uniqueName("upstream")
-        let upstream = AsyncBlockOperation {}
-        upstream.name = upstreamName
-        let downstreamName = uniqueName("downstream")
-        let downstream = AsyncBlockOperation {}
-        downstream.name = downstreamName
-        downstream.addDependency(upstream)
+        let (upstream, downstream) = dependentPair("upstream", "downstream")
+        let (upstreamName, downstreamName) = (upstream.name!, downstream.name!)
 
         // and, on a second logging queue, the same pair added the other way round
-        let reversedUpstreamName = uniqueName("upstream-after")
-        let reversedUpstream = AsyncBlockOperation {}
-        reversedUpstream.name = reversedUpstreamName
-        let reversedDownstreamName = uniqueName("downstream-first")
-        let reversedDownstream = AsyncBlockOperation {}
-        reversedDownstream.name = reversedDownstreamName
-        reversedDownstream.addDependency(reversedUpstream)
+        let (reversedUpstream, reversedDownstream) = dependentPair("upstream-after", "downstream-first")
+        let reversedDownstreamName = reversedDownstream.name!
         let reversedQueue = AsyncOperationQueue()
         reversedQueue.logger = logger
 
@@ -557,21 +547,14 @@ import TestSupport
 
     // MARK: - Helpers
 
-    /// A logger that keeps every event it hears.
-    private struct RecordingLogger: OperationLogger {
-        let recorded = Recorder<OperationLogEvent>()
-
-        func log(_ event: OperationLogEvent) {
-            recorded.append(event)
-        }
-
-        func events(of name: String) -> [OperationLogEvent] {
-            recorded.all.filter { $0.operationName == name }
-        }
-
-        func kinds(of name: String) -> [OperationLogEvent.Kind] {
-            events(of: name).map(\.kind)
-        }
+    /// Two operations on no queue, named uniquely from the two labels, the second depending on the first.
+    private func dependentPair(_ upstreamLabel: String, _ downstreamLabel: String) -> (upstream: AsyncBlockOperation, downstream: AsyncBlockOperation) {
+        let upstream = AsyncBlockOperation {}
+        upstream.name = uniqueName(upstreamLabel)
+        let downstream = AsyncBlockOperation {}
+        downstream.name = uniqueName(downstreamLabel)
+        downstream.addDependency(upstream)
+        return (upstream, downstream)
     }
 
     /// Whether `snapshot` says it waits for `category`, held by the operation named `holder`.
@@ -584,17 +567,4 @@ import TestSupport
         }
     }
 
-    /// A new category X, held by `holder` (`held`'s operation named `holderName`), which has
-    /// started on `queue` and runs until `held.finish(holderName)`.
-    private func startHoldingACategory() -> (x: String, held: HeldOperations, holderName: String, holder: AsyncBlockOperation, queue: AsyncOperationQueue) {
-        let x = uniqueName("X")
-        let held = HeldOperations()
-        let holderName = uniqueName("holder")
-        let holder = held.make(holderName)
-        holder.addCondition(ExclusiveCategory(x))
-        let queue = AsyncOperationQueue()
-        queue.addOperation(holder)
-        #expect(held.waitUntilStarted(holderName))
-        return (x, held, holderName, holder, queue)
-    }
 }

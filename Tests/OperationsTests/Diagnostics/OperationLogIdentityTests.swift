@@ -6,23 +6,6 @@ import TestSupport
 /// The events a logger hears say who they are about: the operation, its group, its
 /// dependencies, its errors; and several loggers can hear one queue.
 @Suite struct OperationLogIdentityTests {
-    private struct RecordingLogger: OperationLogger {
-        let events = Recorder<OperationLogEvent>()
-        var minimumLevel: OperationLogLevel = .trace
-
-        func log(_ event: OperationLogEvent) {
-            events.append(event)
-        }
-
-        func events(of name: String) -> [OperationLogEvent] {
-            events.all.filter { $0.operationName == name }
-        }
-
-        func id(of name: String) -> OperationID? {
-            events(of: name).first?.operationID
-        }
-    }
-
     private func named<Operation: Foundation.Operation>(_ operation: Operation, _ prefix: String) -> Operation {
         operation.name = uniqueName(prefix)
         return operation

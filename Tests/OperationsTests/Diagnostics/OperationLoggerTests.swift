@@ -5,20 +5,6 @@ import TestSupport
 
 /// A queue's `logger` hears each operation's lifecycle, in order and exactly once.
 @Suite struct OperationLoggerTests {
-    /// Keeps every event it hears.
-    private struct RecordingLogger: OperationLogger {
-        let events = Recorder<OperationLogEvent>()
-        var minimumLevel: OperationLogLevel = .trace
-
-        func log(_ event: OperationLogEvent) {
-            events.append(event)
-        }
-
-        func kinds(of name: String) -> [OperationLogEvent.Kind] {
-            events.all.filter { $0.operationName == name }.map(\.kind)
-        }
-    }
-
     @Test func lifecycleEvents_comeInOrder_andOnce() {
         let logger = RecordingLogger()
         let queue = AsyncOperationQueue()
