@@ -21,6 +21,8 @@ struct BlockInvocation {
         case invoking(finishRequested: Bool)
         /// The block was called (a continuation block may still be working).
         case invoked
+        /// A cancel cut a pending continuation short: the operation finishes without it.
+        case cutShort
     }
 
     private var body: Body?
@@ -98,9 +100,30 @@ struct BlockInvocation {
             stage = .invoking(finishRequested: true)
             return pendingContinuation.map { .ignoreContinuation($0) } ?? .nothing
         case .invoked:
-            return pendingContinuation == nil ? .nothing : .finishNow
-        case .skipped:
+            guard pendingContinuation != nil else { return .nothing }
+            stage = .cutShort
+            return .finishNow
+        case .skipped, .cutShort:
             return .nothing
+        }
+    }
+
+    /// What a call of the continuation comes to.
+    enum ContinuationCall: Equatable {
+        /// It finishes the operation, with its error.
+        case finish
+        /// A cancel came first, while the block ran or while the continuation was pending: the
+        /// call is ignored, and the cancel finishes the operation.
+        case ignore
+    }
+
+    /// The continuation was called. Asked under the same lock as `cancelled()`, so a cancel
+    /// that came first always wins, whichever thread the continuation runs on and however soon
+    /// after the cancel.
+    func continuationCalled() -> ContinuationCall {
+        switch stage {
+        case .invoking(finishRequested: true), .cutShort: .ignore
+        case .notStarted, .skipped, .invoking(finishRequested: false), .invoked: .finish
         }
     }
 

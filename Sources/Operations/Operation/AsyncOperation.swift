@@ -221,7 +221,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     final func finish(errors newErrors: [any Error], by call: FinishCall = .framework) {
         withExtendedLifetime(self) {
-            let action = lifecycle.finish(errors: newErrors)
+            let action = if case .continuation = call {
+                lifecycle.finishFromContinuation(errors: newErrors)
+            } else {
+                lifecycle.finish(errors: newErrors)
+            }
             if case .reportDuplicate = action {
                 reportIgnoredFinish(call, dropping: newErrors)
             } else {

@@ -129,6 +129,7 @@ struct LifecycleStorage {
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
     func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }
     func finish(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(errors: errors) } }
+    func finishFromContinuation(errors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finishFromContinuation(errors: errors) } }
     func finish(afterChildren childErrors: [any Error]) -> OperationLifecycle.FinishAction { locked.withLock { $0.finish(afterChildren: childErrors) } }
     func finishClosingCycle(operationName: String) -> OperationLifecycle.FinishAction { locked.withLock { $0.finishClosingCycle(operationName: operationName) } }
     func finish(producing value: any Sendable) -> OperationLifecycle.FinishAction {

@@ -1287,7 +1287,7 @@ struct OperationLifecycle {
     /// `onlyBeforeExecution`: an operation that executes already is left alone (a queue
     /// shutting down cancels only what still waits, in one step with reading its phase).
     mutating func cancel(error: (any Error)?, onlyBeforeExecution: Bool = false) -> CancelAction {
-        guard !hasBegunFinishing, !onlyBeforeExecution || isBeforeExecution else { return .none }
+        guard !hasBegunFinishing, !finishRequestedBeforeStart, !onlyBeforeExecution || isBeforeExecution else { return .none }
         if let error { errors.append(error) }
         guard !isCancelled else { return .none }
         isCancelled = true
@@ -1579,6 +1579,13 @@ extension OperationLifecycle {
     /// The block's call returned.
     mutating func blockReturned() -> BlockInvocation.AfterCall {
         block?.returned() ?? .nothing
+    }
+
+    /// A continuation block's continuation was called with `newErrors`: it finishes the
+    /// operation unless a cancel came first.
+    mutating func finishFromContinuation(errors newErrors: [any Error]) -> FinishAction {
+        if block?.continuationCalled() == .ignore { return .none }
+        return finish(errors: newErrors)
     }
 
     /// Cancelled while executing: what that does to the block.

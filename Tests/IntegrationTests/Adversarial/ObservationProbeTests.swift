@@ -207,6 +207,32 @@ import TestSupport
         #expect(DiagnosticsLog.shared.kinds(about: name, onceThereAre: 1).contains(.finishedTwice))
     }
 
+    // AsyncOperation.finish(with:): "The first call wins; later calls change nothing."
+    // cancel(with:): "After the operation finished, nothing changes."
+    @Test
+    func cancelAfterAFinishOfAnOperationWaitingOnASuspendedQueue_changesNothing() {
+        // Given an operation without conditions waiting in a suspended queue's line, finished
+        let queue = AsyncOperationQueue()
+        queue.name = uniqueName("suspended")
+        queue.isSuspended = true
+        let events = EventLogObserver()
+        let operation = AsyncBlockOperation {}
+        operation.addObserver(events)
+        queue.addOperation(operation)
+        let finishError = StubError("finish")
+        operation.finish(with: finishError)
+
+        // When it is cancelled with an error, and the queue resumes
+        operation.cancel(with: StubError("cancel"))
+        queue.isSuspended = false
+
+        // Then the finish stands alone: its error only, no cancel heard
+        #expect(waitUntilFinished([operation]))
+        #expect(operation.errors.asStubErrors == [finishError], "the cancel after the finish added its error")
+        #expect(!operation.isCancelled)
+        #expect(events.log.all == ["didFinish"])
+    }
+
     // MARK: - Suspension and Foundation parity
 
     // AsyncOperationQueue: "`isSuspended` and `maxConcurrentOperationCount` behave as Foundation

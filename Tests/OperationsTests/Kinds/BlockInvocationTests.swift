@@ -73,6 +73,38 @@ import Testing
         #expect(withoutContinuation.cancelled() == .nothing)
     }
 
+    @Test func aContinuationCalledWithoutACancel_finishesTheOperation() {
+        var block = blockAwaitingItsContinuation()
+        #expect(block.continuationCalled() == .finish)
+        _ = block.returned()
+        #expect(block.continuationCalled() == .finish)
+    }
+
+    @Test func aContinuationCalledAfterACancelThatCameWhileTheBlockRan_isIgnored() {
+        // The cancel came before the continuation was even handed out: there was no gate to tell.
+        var beforeTheGate = continuationBlock()
+        _ = beforeTheGate.begin(isCancelled: false)
+        #expect(beforeTheGate.cancelled() == .nothing)
+        #expect(beforeTheGate.continuationCalled() == .ignore)
+
+        // The cancel came with the gate handed out, and the call crossed the gate being told.
+        var withTheGate = blockAwaitingItsContinuation()
+        guard case let .ignoreContinuation(gate) = withTheGate.cancelled() else {
+            Issue.record("expected the continuation to be ignored from the cancel on")
+            return
+        }
+        #expect(withTheGate.continuationCalled() == .ignore)
+        gate.operationFinished()
+    }
+
+    @Test func aContinuationCalledAfterACancelCutItShort_isIgnored() {
+        var block = blockAwaitingItsContinuation()
+        _ = block.returned()
+        #expect(block.cancelled() == .finishNow)
+        #expect(block.continuationCalled() == .ignore) // called before the cancel's finish landed
+        #expect(block.cancelled() == .nothing) // a second cancel finishes nothing more
+    }
+
     @Test func releasing_handsOverTheBlockAndItsContinuation_once() {
         var block = blockAwaitingItsContinuation()
 

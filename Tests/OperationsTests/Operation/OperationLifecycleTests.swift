@@ -360,6 +360,19 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         #expect(!state.executionBegan)
     }
 
+    @Test func cancelAfterAFinishWasRequestedBeforeTheStart_changesNothing() {
+        var state = OperationLifecycle()
+        _ = state.enqueue(on: queue, ticket: 1)
+        let first = StubError("finish")
+        _ = state.finish(errors: [first])
+        guard case .none = state.cancel(error: StubError("cancel")) else {
+            Issue.record("the finish came first: the cancel must neither add its error nor be heard")
+            return
+        }
+        #expect(!state.isCancelled)
+        #expect(state.errors.asStubErrors == [first])
+    }
+
     @Test func finishDuringStartNotification_isHeldBack_andExecutionSkipped() {
         var state = OperationLifecycle()
         _ = state.enqueue(on: queue, ticket: 1)
