@@ -222,7 +222,8 @@ struct ExclusiveCategoryLockTests {
         #expect(lock.lockFile(for: "tenant/42 é").lastPathComponent == "tenant%2F42%20%C3%A9.lock")
         #expect(lock.lockFile(for: ".hidden.x").lastPathComponent == "%2Ehidden.x.lock")
         let long = lock.lockFile(for: String(repeating: "x", count: 300)).lastPathComponent
-        #expect(long.utf8.count < 255 && long.hasPrefix(String(repeating: "x", count: 160) + "-"))
+        #expect(long.utf8.count < 255 && long.hasPrefix(String(repeating: "x", count: 160) + "%-"))
+        #expect(lock.lockFile(for: "cafe\u{301}") == lock.lockFile(for: "caf\u{E9}")) // one spelling: NFC
     }
 
     @Test func aLockFileWhoseRecordIsNotOurs_failsTheGrant_andIsLeftAsItIs() throws {

@@ -103,10 +103,14 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// "PostgreSQL advisory lock (namespace N)".
     public var description: String { "PostgreSQL advisory lock (namespace \(namespace))" }
 
-    /// The advisory-lock key of `category`: what `pg_advisory_lock` is called with.
+    /// The advisory-lock key of `category`: what `pg_advisory_lock` is called with. Spellings
+    /// Swift holds equal (`"caf\u{E9}"` and `"cafe\u{301}"`) have one key: the name is hashed in
+    /// canonical composition (NFC).
     public func key(for category: String) -> Int64 {
+        let name = "\(namespace):\(category)"
+        let canonical = name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "\(namespace):\(category)".utf8 {
+        for byte in canonical.utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
         }
         return Int64(bitPattern: hash)

@@ -24,8 +24,9 @@ struct CategoryLockGateState: Sendable {
         /// `request`; `lost` the first category whose lease, granted in this round, was lost
         /// before the round ended (the round then fails with `CategoryLockError.lost`).
         case acquiring(generation: UInt64, request: CategoryLockRequest?, current: String?, stop: Stop?, lost: String?)
-        /// Holds every lease of round `generation`.
-        case held(generation: UInt64, leases: [String: any CategoryLease])
+        /// Holds every lease of round `generation`; `lost` names those lost since (still given
+        /// back at the end, but their fencing tokens are stale).
+        case held(generation: UInt64, leases: [String: any CategoryLease], lost: Set<String>)
         /// The operation finished: nothing is acquired any more.
         case done
     }
@@ -100,7 +101,7 @@ struct CategoryLockGateState: Sendable {
                 phase = .idle
                 return .releaseAndFail(Array(leases.values), CategoryLockError.lost(category: lost))
             }
-            phase = .held(generation: round, leases: leases)
+            phase = .held(generation: round, leases: leases, lost: [])
             return .proceed
         case .suspended:
             phase = .idle
@@ -146,7 +147,7 @@ struct CategoryLockGateState: Sendable {
         case let .acquiring(round, request, category, _, lost):
             phase = .acquiring(generation: round, request: request, current: category, stop: .finished, lost: lost)
             return .cancel(request)
-        case let .held(_, leases):
+        case let .held(_, leases, _):
             phase = .done
             return .release(Array(leases.values))
         case .idle:
@@ -168,7 +169,7 @@ struct CategoryLockGateState: Sendable {
     /// The operation gives its in-process categories back without finishing (its queue was
     /// suspended, or narrowed): the leases go back with them.
     mutating func releaseHeld() -> StopAction {
-        guard case let .held(_, leases) = phase else { return .none }
+        guard case let .held(_, leases, _) = phase else { return .none }
         phase = .idle
         return .release(Array(leases.values))
     }
@@ -186,7 +187,9 @@ struct CategoryLockGateState: Sendable {
     /// The lease of `category`, granted in round `round`, was lost.
     mutating func lost(_ category: String, round: UInt64) -> LostAction {
         switch phase {
-        case let .held(current, _) where current == round:
+        case .held(let current, let leases, var lost) where current == round:
+            lost.insert(category)
+            phase = .held(generation: current, leases: leases, lost: lost)
             return .cancel(.lost(category: category))
         case let .acquiring(current, request, awaited, nil, lost) where current == round:
             phase = .acquiring(generation: current, request: request, current: awaited, stop: nil, lost: lost ?? category)
@@ -198,9 +201,9 @@ struct CategoryLockGateState: Sendable {
 
     // MARK: Reading
 
-    /// The fencing token of `category`'s lease, while held.
+    /// The fencing token of `category`'s lease, while held and not lost.
     func fencingToken(for category: String) -> UInt64? {
-        guard case let .held(_, leases) = phase else { return nil }
+        guard case let .held(_, leases, lost) = phase, !lost.contains(category) else { return nil }
         return leases[category]?.fencingToken
     }
 

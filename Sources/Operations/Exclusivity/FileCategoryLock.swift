@@ -69,8 +69,10 @@ public final class FileCategoryLock: CategoryLock {
     /// "file lock" and the directory's path.
     public var description: String { "file lock \(path)" }
 
-    /// The lock file of `category`: its name, with every character other than letters, digits,
-    /// `.`, `-` and `_` escaped, and `.lock`.
+    /// The lock file of `category`: its name in canonical composition (NFC, so that spellings
+    /// Swift holds equal share one file), with every byte other than ASCII letters, digits, `.`,
+    /// `-` and `_` escaped as `%` and two hex digits, and `.lock`. A name that escapes to more
+    /// than 200 characters keeps its first 160, then `%-` and a hash of the whole name.
     public func lockFile(for category: String) -> URL {
         URL(fileURLWithPath: lockFilePath(for: category))
     }
@@ -365,7 +367,8 @@ private final class FileCategoryLease: CategoryLease {
 
 /// The name of a category's lock file.
 private enum LockFileName {
-    static func make(for category: String) -> String {
+    static func make(for spelling: String) -> String {
+        let category = canonical(spelling)
         var name: [UInt8] = []
         name.reserveCapacity(category.utf8.count + 5)
         for byte in category.utf8 {
@@ -380,9 +383,17 @@ private enum LockFileName {
             }
         }
         if name.count > 200 {
-            name = Array(name.prefix(160)) + Array("-\(String(fnv1a(category), radix: 16))".utf8)
+            // "%-" never comes out of the escaping above (an escape is "%" and two hex digits),
+            // so a shortened name never equals a name that needed no shortening.
+            name = Array(name.prefix(160)) + Array("%-\(String(fnv1a(category), radix: 16))".utf8)
         }
         return String(decoding: name, as: UTF8.self) + ".lock"
+    }
+
+    /// One spelling for names Swift holds equal (`"caf\u{E9}" == "cafe\u{301}"`), as the
+    /// process's own exclusion does: their canonical composition (NFC). ASCII is its own.
+    static func canonical(_ category: String) -> String {
+        category.utf8.allSatisfy { $0 < 0x80 } ? category : category.precomposedStringWithCanonicalMapping
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 {

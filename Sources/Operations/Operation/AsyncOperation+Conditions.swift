@@ -554,7 +554,8 @@ extension AsyncOperation {
 
     /// The fencing token of `category` while the operation holds it through a `CategoryLock`:
     /// strictly greater than the token of every earlier grant of the category, in any process on
-    /// any host sharing the lock. `nil` while it does not hold the category, or if no lock
+    /// any host sharing the lock. `nil` while it does not hold the category, once its lock was
+    /// lost (the operation is being cancelled with `CategoryLockError.lost`), or if no lock
     /// extends the category beyond this process.
     ///
     /// Hand it to the resource the category protects, so that the resource can turn away a

@@ -65,15 +65,23 @@ import Testing
         #expect(state.fencingToken(for: "a") == nil)
     }
 
-    @Test func aLeaseLostAfterTheRoundEnded_cancelsTheHolder() {
+    @Test func aLeaseLostAfterTheRoundEnded_cancelsTheHolder_andTakesItsTokenOnly() {
         var state = CategoryLockGateState()
         let round = startedRound(&state)
         #expect(state.nowAcquiring("a", with: CategoryLockRequest(category: "a"), round: round) == .ask)
-        _ = state.acquired(["a": Lease(1)], round: round)
+        #expect(state.nowAcquiring("b", with: CategoryLockRequest(category: "b"), round: round) == .ask)
+        _ = state.acquired(["a": Lease(1), "b": Lease(2)], round: round)
         guard case .cancel(.lost("a")) = state.lost("a", round: round) else {
             Issue.record("expected the holder to be cancelled with .lost(a)")
             return
         }
+        #expect(state.fencingToken(for: "a") == nil) // stale: a resource must not be shown it
+        #expect(state.fencingToken(for: "b") == 2)
+        guard case let .release(leases) = state.finished() else {
+            Issue.record("the lost lease is given back with the others")
+            return
+        }
+        #expect(leases.count == 2)
     }
 
     @Test func aLeaseOfAStaleRound_isIgnored() {
