@@ -771,9 +771,10 @@ struct CategoryLockProbeTests {
     // `CategoryLock`: "A lock built on `async` code can conform to `AsyncCategoryLock` instead,
     // which bridges the two." `AsyncCategoryLock`: "implement `acquire(_:onLost:)`, which runs in
     // a task that is cancelled with the request." The article: "Cancelling a waiting operation
-    // ... withdraws its request".
+    // ... withdraws its request". (Async, waiting without blocking: the lock's task runs on the
+    // shared pool, which a blocking wait here would hold up, as that doc warns.)
     @Test
-    func asyncLock_grantsThroughItsLease_andCancellingAWaitingOperationCancelsItsTask() throws {
+    func asyncLock_grantsThroughItsLease_andCancellingAWaitingOperationCancelsItsTask() async throws {
         defer { directory.remove() } // made for every test
         // Given an async lock that grants G at once, and never grants S
         let lock = SleepyAsyncLock()
@@ -791,17 +792,17 @@ struct CategoryLockProbeTests {
 
         // When both are added, then the one waiting for S is cancelled
         queue.addOperations([granted, waiting], waitUntilFinished: false)
-        #expect(waitUntilFinished([granted]))
-        #expect(waitUntil { waiting.debugDescription.contains("held by \(SleepyAsyncLock.holderText)") })
+        #expect(await eventually { granted.isFinished })
+        #expect(await eventually { waiting.debugDescription.contains("held by \(SleepyAsyncLock.holderText)") })
         waiting.cancel()
 
         // Then G was granted with the lease's token, and S's task was cancelled: the operation
         // finished without executing
         #expect(granted.errors.isEmpty)
         #expect(tokens.all == [SleepyAsyncLock.token])
-        #expect(waitUntilFinished([waiting]))
+        #expect(await eventually { waiting.isFinished })
         #expect(executed.current == 0)
-        #expect(waitUntil { lock.cancelled.all == [s] })
+        #expect(await eventually { lock.cancelled.all == [s] })
     }
 
     // MARK: - Names
