@@ -15,8 +15,10 @@ import Foundation
 /// ```
 ///
 /// Calling the continuation a second time does nothing (and reports `.continuationCalledTwice`).
-/// Cancelling the operation while its continuation is pending finishes it at once; a later call
-/// of the continuation is ignored. The block is released when the operation finishes.
+/// Cancelling the operation while its continuation is pending finishes it at once; cancelling it
+/// while the block itself still runs finishes it when the block returns. Either way, a call of
+/// the continuation after the cancel is ignored, even one made at once (from an
+/// `operationDidCancel` observer, say). The block is released when the operation finishes.
 // @unchecked Sendable: the block lives in the lifecycle, under its lock; the rest is `AsyncOperation`'s.
 open class AsyncBlockOperation: AsyncOperation, @unchecked Sendable {
     /// The function that finishes an operation created with a continuation block: call it once,

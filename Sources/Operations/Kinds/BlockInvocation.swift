@@ -65,8 +65,12 @@ struct BlockInvocation {
 
     /// The block's call returned.
     mutating func returned() -> AfterCall {
-        defer { stage = .invoked }
-        return stage == .invoking(finishRequested: true) ? .finishNow : .nothing
+        guard stage == .invoking(finishRequested: true) else {
+            stage = .invoked
+            return .nothing
+        }
+        stage = .cutShort // the continuation stays ignored until the finish lands
+        return .finishNow
     }
 
     /// What a cancel while executing does to the block.
@@ -87,8 +91,8 @@ struct BlockInvocation {
         }
     }
 
-    /// A cancel while executing: before the block is called, it never is (`begin` returns `nil`,
-    /// and the operation finishes); while it is being called, the operation finishes once the
+    /// A cancel while executing: before the block is called, it never is (`begin` returns
+    /// `.finishWithoutCalling`, and the operation finishes); while it is being called, the operation finishes once the
     /// call returns, and its continuation is ignored from now on; after, a continuation still
     /// pending is cut short at once.
     mutating func cancelled() -> CancelReaction {

@@ -330,7 +330,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Before the operation executes, it finishes without executing. While it executes,
     /// cancellation is cooperative: `isCancelled` becomes true and `execute()` decides (an
     /// `AsyncBlockOperation` waiting for its continuation finishes at once). Observers hear
-    /// `operationDidCancel` once. After the operation finished, nothing changes.
+    /// `operationDidCancel` once. After the operation finished, or after `finish(with:)` was
+    /// called on it, nothing changes.
     public final func cancel(with error: (any Error)?) {
         cancel(with: error, onlyBeforeExecution: false)
     }

@@ -1582,9 +1582,11 @@ extension OperationLifecycle {
     }
 
     /// A continuation block's continuation was called with `newErrors`: it finishes the
-    /// operation unless a cancel came first.
+    /// operation unless a cancel came first. (Once the block was called, a cancel always finishes
+    /// the operation itself: `isCancelled` decides even before the block has heard of it, while
+    /// `operationDidCancel` is still being delivered.)
     mutating func finishFromContinuation(errors newErrors: [any Error]) -> FinishAction {
-        if block?.continuationCalled() == .ignore { return .none }
+        if isCancelled || block?.continuationCalled() == .ignore { return .none }
         return finish(errors: newErrors)
     }
 

@@ -120,6 +120,24 @@ import TestSupport
         #expect(observer.log.all == ["didStart", "didCancel", "didFinish"])
     }
 
+    @Test func continuationCalledFromADidCancelObserver_isIgnored() {
+        // Given a running operation whose continuation has not been called, and an observer that
+        // calls it as soon as it hears the cancel (before the block has heard of it)
+        let gate = HeldCallback<(any Error)?>()
+        let operation = AsyncBlockOperation { finish in gate.hold(finish) }
+        operation.addObserver(ContinuationCallingObserver(gate: gate))
+        AsyncOperationQueue().addOperation(operation)
+        #expect(gate.waitUntilHeld())
+
+        // When it is cancelled with an error
+        let cancellation = StubError("cancelled")
+        operation.cancel(with: cancellation)
+
+        // Then the cancel came first: the continuation's error is not kept
+        #expect(waitUntilFinished([operation]))
+        #expect(operation.errors.asStubErrors == [cancellation])
+    }
+
     @Test func cancelBeforeStart_neverRunsTheBlock() {
         // Given a cancelled operation
         let ran = Counter()
@@ -249,5 +267,14 @@ private final class Payload: Sendable {
         // Then every one finished, and no block started after its operation had finished
         #expect(waitUntilFinished(operations))
         #expect(lateStarts.current == 0)
+    }
+}
+
+/// Calls a held continuation, with an error, from `operationDidCancel`.
+private struct ContinuationCallingObserver: OperationObserver {
+    let gate: HeldCallback<(any Error)?>
+
+    func operationDidCancel(_ operation: AsyncOperation) {
+        _ = gate.call(StubError("late, from didCancel"))
     }
 }

@@ -86,6 +86,8 @@ import Testing
         _ = beforeTheGate.begin(isCancelled: false)
         #expect(beforeTheGate.cancelled() == .nothing)
         #expect(beforeTheGate.continuationCalled() == .ignore)
+        #expect(beforeTheGate.returned() == .finishNow)
+        #expect(beforeTheGate.continuationCalled() == .ignore) // after the return, before the finish lands
 
         // The cancel came with the gate handed out, and the call crossed the gate being told.
         var withTheGate = blockAwaitingItsContinuation()
