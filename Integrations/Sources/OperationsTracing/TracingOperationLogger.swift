@@ -17,8 +17,10 @@ import Tracing
 ///   on the adding thread, in `async` and synchronous code alike) is its parent, although it runs
 ///   later on another thread. A group's children are children of the group's span (a retry's
 ///   attempts, a cascade's steps).
-/// - **Links.** An operation added with dependencies (a chain's links, say) links to their
-///   spans, so a trace shows that its work follows theirs.
+/// - **Links.** An operation added with dependencies not finished yet (a chain's links, say)
+///   links to their spans, so a trace shows that its work follows theirs. A dependency that had
+///   finished before the add is not linked: its span has ended, and the logger keeps no ended
+///   spans (it would grow with every operation).
 /// - **Waiting.** What it waited for before it started is recorded as span events with the
 ///   time they happened: `waiting` (attribute `operation.waits_for`), `conditions_answered`,
 ///   `categories_granted` (`operation.categories`).

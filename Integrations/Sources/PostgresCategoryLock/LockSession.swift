@@ -33,8 +33,12 @@ final class LockSession: Sendable {
                     let holder = Task.detached { await self.run() }
                     let timeout = lock.unavailableTimeout
                     let timer = Task.detached { [weak self] in
-                        try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-                        self?.timerFired()
+                        var delay = timeout
+                        while true {
+                            try? await Task.sleep(nanoseconds: UInt64(max(0.01, delay) * 1_000_000_000))
+                            guard !Task.isCancelled, let next = self?.timerFired() else { return }
+                            delay = next
+                        }
                     }
                     state.withLock { $0.started(holder: holder, timer: timer) }.forEach { $0.cancel() }
                 }
@@ -194,12 +198,25 @@ final class LockSession: Sendable {
         perform(state.withLock { $0.abandon(with: error) })
     }
 
-    private func timerFired() {
-        perform(state.withLock { state in
-            state.timerFired { [category, timeout = lock.unavailableTimeout] last in
+    /// The unavailability timer went off: the seconds until it should look again, or `nil` once
+    /// there is nothing more to watch (or it gave up).
+    private func timerFired() -> Double? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let timeout = lock.unavailableTimeout
+        let action = state.withLock { state in
+            state.timerFired(now: now, unavailableTimeout: timeout) { [category] last in
                 CategoryLockError.unavailable(category: category, underlying: last ?? PostgresUnreachable(after: timeout))
             }
-        })
+        }
+        switch action {
+        case .stop:
+            return nil
+        case let .checkAgain(after: seconds):
+            return seconds
+        case let .giveUp(abandoned):
+            perform(abandoned)
+            return nil
+        }
     }
 
     private func perform(_ action: LockSessionState.AbandonAction) {

@@ -86,11 +86,27 @@ struct LockSessionState: Sendable {
         }
     }
 
-    /// The timer went off: give up, with the error `giveUp` makes of the last failure seen, if the
-    /// session has no connection.
-    mutating func timerFired(_ giveUp: ((any Error)?) -> any Error) -> AbandonAction {
-        guard case .waiting(_, connected: false) = phase else { return .none }
-        return abandon(with: giveUp(lastError))
+    enum TimerAction {
+        /// Nothing more to watch: the lease is out, or nobody waits any more.
+        case stop
+        /// Look again after this many seconds.
+        case checkAgain(after: Double)
+        /// The server stayed out of reach for `unavailableTimeout`: perform this.
+        case giveUp(AbandonAction)
+    }
+
+    /// The timer went off at `now`: give up, with the error `giveUp` makes of the last failure
+    /// seen, if the session has had no connection for `unavailableTimeout` (since the start, or
+    /// since the connection it had failed); otherwise look again when that could next be so. (A
+    /// connection lost while waiting in line is bounded too: the client may wait for a new one
+    /// indefinitely, without an error.)
+    mutating func timerFired(now: UInt64, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
+        guard case let .waiting(_, connected) = phase else { return .stop }
+        if connected { return .checkAgain(after: unavailableTimeout) }
+        guard let failingSince else { return .giveUp(abandon(with: giveUp(lastError))) } // never connected
+        let failing = Double(now &- failingSince) / 1_000_000_000
+        if failing >= unavailableTimeout { return .giveUp(abandon(with: giveUp(lastError))) }
+        return .checkAgain(after: unavailableTimeout - failing)
     }
 
     // MARK: The session

@@ -94,6 +94,56 @@ import Testing
         #expect(error is CancellationError)
     }
 
+    @Test func aConnectionLostWhileWaitingInLine_isGivenUpOn_onceNoneCameForTheTimeout() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
+            let giveUp: ((any Error)?) -> any Error = { $0 ?? Unreachable() }
+            _ = state.connected()
+            state.serverAnswered() // waiting in line: the lock is held elsewhere
+            guard case .checkAgain(after: 10) = state.timerFired(now: seconds(10), unavailableTimeout: 10, giveUp) else {
+                Issue.record("a session with a connection keeps being watched")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            // The connection drops at 12 s, and the client never hands out another (nor an error).
+            guard case .retry = state.attemptFailed(Unreachable(), now: seconds(12), unavailableTimeout: 10) else {
+                Issue.record("a fresh failure is retried")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            guard case .checkAgain(after: 8) = state.timerFired(now: seconds(14), unavailableTimeout: 10, giveUp) else {
+                Issue.record("expected a look again when the failures will have lasted the timeout")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            guard case let .giveUp(.fail(waiter, error, _)) = state.timerFired(now: seconds(22), unavailableTimeout: 10, giveUp) else {
+                Issue.record("expected to give up 10 s after the connection was lost")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is Unreachable)
+    }
+
+    @Test func aSessionThatNeverConnected_isGivenUpOn_whenTheTimerFirstFires() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            guard case let .giveUp(.fail(waiter, error, _)) = state.timerFired(now: 10_000_000_000, unavailableTimeout: 10, { _ in Unreachable() }) else {
+                Issue.record("expected to give up")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is Unreachable)
+    }
+
     @Test func aLeaseLostOnce_isReportedOnce_andNotAfterItsRelease() async {
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }

@@ -21,6 +21,11 @@ extension AsyncOperationQueue {
     /// await queue.shutDown(gracePeriod: 10)    // on SIGTERM, say
     /// ```
     ///
+    /// An operation that waits for nothing but a slot (or its turn on a serial queue) is
+    /// cancelled at once but finishes, without executing, when the queue gets to it, as with
+    /// `cancelAllOperations()` and on Foundation's own queue: while the running operations keep
+    /// every slot through the grace period, it finishes once they let one go.
+    ///
     /// A suspended queue is resumed, so that the operations it cancelled can finish (none of
     /// them executes). Cancellation is cooperative for a running operation: one that ignores it
     /// keeps this call waiting; give it a `TimeoutObserver`.
