@@ -226,6 +226,18 @@ struct ExclusiveCategoryLockTests {
         #expect(lock.lockFile(for: "cafe\u{301}") == lock.lockFile(for: "caf\u{E9}")) // one spelling: NFC
     }
 
+    @Test func aLockIsAskedForACategoryInCanonicalComposition_whicheverSpellingNamedIt() {
+        defer { directory.remove() }
+        let lock = NameRecordingLock()
+        let operation = AsyncBlockOperation {}
+        operation.addCondition(ExclusiveCategory(uniqueName("menu") + "-cafe\u{301}", lock: lock))
+        AsyncOperationQueue().addOperation(operation)
+        #expect(waitUntilFinished([operation]))
+        let asked = lock.asked.all
+        #expect(asked.count == 1)
+        #expect(asked.first.map { Array($0.unicodeScalars.suffix(1)) } == ["\u{E9}"]) // composed, not e + U+0301
+    }
+
     @Test func aLockFileWhoseRecordIsNotOurs_failsTheGrant_andIsLeftAsItIs() throws {
         defer { directory.remove() }
         let lock = try makeLock()
@@ -266,5 +278,29 @@ private final class TokenRecordingOperation: AsyncOperation, @unchecked Sendable
             tokens.append(fencingToken(for: category))
         }
         finish()
+    }
+}
+
+/// A `CategoryLock` that grants at once, on the calling thread, and records the names it was
+/// asked for.
+private struct NameRecordingLock: CategoryLock {
+    private final class Lease: CategoryLease {
+        let fencingToken: UInt64 = 1
+        func release() {}
+    }
+
+    let identity = "name-recording:" + UUID().uuidString
+    let asked = Recorder<String>()
+    var description: String { "name-recording lock" }
+
+    func holder(of category: String) -> String? { nil }
+
+    func acquire(
+        _ request: CategoryLockRequest,
+        onLost: @escaping @Sendable (CategoryLockError) -> Void,
+        completion: @escaping @Sendable (Result<any CategoryLease, any Error>) -> Void
+    ) {
+        asked.append(request.category)
+        completion(.success(Lease()))
     }
 }

@@ -68,16 +68,17 @@ final class LockedFlag: @unchecked Sendable { // @unchecked: `value` is only tou
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }
 
+/// What needs no server: a client that never runs.
+@Suite struct PostgresCategoryLockKeyTests {
+    @Test func oneCategorySpelledInTwoCanonicallyEqualWays_hasOneKey() {
+        let lock = PostgresCategoryLock(client: PostgresClient(configuration: TestServer.configuration()))
+        #expect(lock.key(for: "caf\u{E9}") == lock.key(for: "cafe\u{301}")) // one String, one category
+        #expect(lock.key(for: "caf\u{E9}") != lock.key(for: "cafe"))
+    }
+}
+
 @Suite("PostgresCategoryLock", .serialized, .enabled(if: TestServer.isConfigured, "needs the server that `bash ../.ci/postgres run swift test` starts"))
 struct PostgresCategoryLockTests {
-    @Test func oneCategorySpelledInTwoCanonicallyEqualWays_hasOneKey() async throws {
-        try await TestServer.withClient { client in
-            let lock = PostgresCategoryLock(client: client)
-            #expect(lock.key(for: "caf\u{E9}") == lock.key(for: "cafe\u{301}")) // one String, one category
-            #expect(lock.key(for: "caf\u{E9}") != lock.key(for: "cafe"))
-        }
-    }
-
     @Test func aGrantCarriesAToken_andTheNextGrantAGreaterOne() async throws {
         try await TestServer.withClient { client in
             let lock = PostgresCategoryLock(client: client)

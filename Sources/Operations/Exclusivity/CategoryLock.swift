@@ -23,10 +23,11 @@ import Foundation
 /// reached within your lock's own timeout. When the request is cancelled (the operation was
 /// cancelled, or its queue suspended), stop soon, leaving nothing behind, and complete with
 /// `CancellationError`. A lock built on `async` code can conform to `AsyncCategoryLock` instead,
-/// which bridges the two. Derive the key of a category from its name in canonical composition
-/// (`precomposedStringWithCanonicalMapping`), as the locks of this package do: names that Swift
-/// holds equal (`"caf\u{E9}"` and `"cafe\u{301}"`) are one category in the process, and must be
-/// one beyond it too.
+/// which bridges the two. The engine asks a lock for a category in canonical composition (NFC):
+/// names that Swift holds equal (`"caf\u{E9}"` and `"cafe\u{301}"`) are one category in the
+/// process, and a lock that derives its keys from the bytes of the name it is given keeps them
+/// one beyond it. (A lock whose own API takes names, as `FileCategoryLock.lockFile(for:)` does,
+/// should normalise them too: `precomposedStringWithCanonicalMapping`.)
 public protocol CategoryLock: Sendable, CustomStringConvertible {
     /// What identifies the lock: two locks with the same identity are the same lock (two
     /// `FileCategoryLock`s on one directory, say). Naming one category with two locks of different

@@ -4,7 +4,8 @@ import Foundation
 /// holds the categories within the process, gives them back with the categories, and cancels the
 /// operation if a lease is lost. The rules are `CategoryLockGateState`'s; this performs them.
 final class CategoryLockGate: Sendable {
-    /// The categories that have a lock, sorted by name: every process asks in this order.
+    /// The categories that have a lock, sorted by name: every process asks in this order. Each
+    /// name is in canonical composition (`CategoryName`), as the locks are asked for it.
     let locks: [(category: String, lock: any CategoryLock)]
     private let bindings: CategoryLockBindings
     /// Where the operation holds its categories within the process.
@@ -38,7 +39,8 @@ final class CategoryLockGate: Sendable {
             }
         }
         guard !locks.isEmpty else { return nil }
-        let sorted = locks.sorted { $0.key < $1.key }.map { (category: $0.key, lock: $0.value) }
+        // Every lock hears one spelling of a name (NFC), whichever the conditions used.
+        let sorted = locks.sorted { $0.key < $1.key }.map { (category: CategoryName.canonical($0.key), lock: $0.value) }
         if let conflict = engine.categoryLockBindings.bind(sorted) {
             return .conflict(category: conflict)
         }

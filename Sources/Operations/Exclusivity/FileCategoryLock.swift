@@ -368,7 +368,7 @@ private final class FileCategoryLease: CategoryLease {
 /// The name of a category's lock file.
 private enum LockFileName {
     static func make(for spelling: String) -> String {
-        let category = canonical(spelling)
+        let category = CategoryName.canonical(spelling)
         var name: [UInt8] = []
         name.reserveCapacity(category.utf8.count + 5)
         for byte in category.utf8 {
@@ -388,12 +388,6 @@ private enum LockFileName {
             name = Array(name.prefix(160)) + Array("%-\(String(fnv1a(category), radix: 16))".utf8)
         }
         return String(decoding: name, as: UTF8.self) + ".lock"
-    }
-
-    /// One spelling for names Swift holds equal (`"caf\u{E9}" == "cafe\u{301}"`), as the
-    /// process's own exclusion does: their canonical composition (NFC). ASCII is its own.
-    static func canonical(_ category: String) -> String {
-        category.utf8.allSatisfy { $0 < 0x80 } ? category : category.precomposedStringWithCanonicalMapping
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 {
