@@ -110,20 +110,8 @@ public final class ThrowawayPostgres: Sendable {
 
     /// A port of 127.0.0.1 that nothing listens on now.
     private static func freePort() throws -> Int {
-        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketDescriptor >= 0 else { throw Failure(description: "socket failed: errno \(errno)") }
-        defer { close(socketDescriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(socketDescriptor, generic, length) == 0 && getsockname(socketDescriptor, generic, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "bind failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let socket = try LoopbackSocket(listening: false)
+        defer { socket.close() }
+        return socket.port
     }
 }

@@ -9,18 +9,7 @@ import Testing
 
 /// Probes of documented behaviour of `SwiftLogOperationLogger` that `SwiftLogOperationLoggerTests`
 /// does not check yet. Each probe cites the sentence it checks.
-@Suite struct SwiftLogOperationLoggerProbeTests {
-    private func logger(level: Logger.Level) -> (Logger, InMemoryLogHandler) {
-        var handler = InMemoryLogHandler()
-        handler.logLevel = level
-        let logger = Logger(label: "jobs", factory: { _ in handler })
-        return (logger, handler)
-    }
-
-    private func entries(_ handler: InMemoryLogHandler, of name: String) -> [InMemoryLogHandler.Entry] {
-        handler.entries.filter { $0.metadata["operation.name"] == .string(name) }
-    }
-
+@Suite struct SwiftLogOperationLoggerProbeTests: LogRecording {
     private func event(_ handler: InMemoryLogHandler, _ name: String, _ kind: String) -> InMemoryLogHandler.Entry? {
         entries(handler, of: name).first { $0.metadata["operation.event"] == .string(kind) }
     }

@@ -7,18 +7,7 @@ import Operations
 import OperationsLogging
 import Testing
 
-@Suite struct SwiftLogOperationLoggerTests {
-    private func logger(level: Logger.Level) -> (Logger, InMemoryLogHandler) {
-        var handler = InMemoryLogHandler()
-        handler.logLevel = level
-        let logger = Logger(label: "jobs", factory: { _ in handler })
-        return (logger, handler)
-    }
-
-    private func entries(_ handler: InMemoryLogHandler, of name: String) -> [InMemoryLogHandler.Entry] {
-        handler.entries.filter { $0.metadata["operation.name"] == .string(name) }
-    }
-
+@Suite struct SwiftLogOperationLoggerTests: LogRecording {
     @Test func everyLifecycleEvent_isARecord_atItsLevel_withTheOperationsMetadata() {
         let (logger, handler) = logger(level: .debug)
         let queue = AsyncOperationQueue()

@@ -9,18 +9,7 @@ import Testing
 
 /// Probes of documented behaviour of `MetricsOperationLogger` that `MetricsOperationLoggerTests`
 /// does not check yet. Each probe cites the sentence it checks.
-@Suite struct MetricsOperationLoggerProbeTests {
-    private func sample(_ text: String, _ name: String, _ labels: String) -> Double? {
-        let prefix = "\(name){\(labels)} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
-    }
-
-    private func scrape(_ registry: PrometheusCollectorRegistry) -> String {
-        var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
-        return String(decoding: buffer, as: UTF8.self)
-    }
-
+@Suite struct MetricsOperationLoggerProbeTests: PrometheusScraping {
     // MetricsOperationLogger: "Turns the lifecycle of the operations on a queue into swift-metrics metrics, per queue, labelled with the queue's name."
     @Test func oneLoggerOnTwoQueues_countsEachQueueUnderItsOwnLabel() async {
         let registry = PrometheusCollectorRegistry()
@@ -44,10 +33,7 @@ import Testing
     // MetricsOperationLogger: "`operations_failed_total` | operations that finished with errors without being cancelled"
     @Test func anOperationCancelledWithAnErrorWhileRunning_countsAsCancelled_notFailed() async {
         let registry = PrometheusCollectorRegistry()
-        let queue = AsyncOperationQueue()
-        let name = uniqueName("jobs")
-        queue.name = name
-        queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry))
+        let (queue, name) = meteredQueue(uniqueName("jobs"), reportingTo: registry)
         let held = HeldOperations()
         let running = held.make(uniqueName("running"))
         queue.addOperation(running)
@@ -67,10 +53,7 @@ import Testing
     // MetricsOperationLogger: "The `reason` of a wait is `dependencies`, `conditions`, `category`, `suspended_queue`, ..." and "Plain Foundation operations are left out too"
     @Test func waitsForADependencyAndASuspendedQueue_areTimedUnderTheirReasons_andPlainOperationsAreLeftOut() async throws {
         let registry = PrometheusCollectorRegistry()
-        let queue = AsyncOperationQueue()
-        let name = uniqueName("jobs")
-        queue.name = name
-        queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry))
+        let (queue, name) = meteredQueue(uniqueName("jobs"), reportingTo: registry)
         let held = HeldOperations()
         let first = held.make(uniqueName("first"))
         let follower = AsyncBlockOperation {}

@@ -7,25 +7,10 @@ import OperationsMetrics
 import Prometheus
 import Testing
 
-@Suite struct MetricsOperationLoggerTests {
-    /// The value of the sample named `name` with `labels` in Prometheus' text, if present.
-    private func sample(_ text: String, _ name: String, _ labels: String) -> Double? {
-        let prefix = "\(name){\(labels)} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
-    }
-
-    private func scrape(_ registry: PrometheusCollectorRegistry) -> String {
-        var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
-        return String(decoding: buffer, as: UTF8.self)
-    }
-
+@Suite struct MetricsOperationLoggerTests: PrometheusScraping {
     @Test func countersGaugesAndTimers_perQueue_exportedThroughPrometheus() async {
         let registry = PrometheusCollectorRegistry()
-        let queue = AsyncOperationQueue()
-        let name = uniqueName("jobs")
-        queue.name = name
-        queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry))
+        let (queue, name) = meteredQueue(uniqueName("jobs"), reportingTo: registry)
         let category = uniqueName("account")
         let held = HeldOperations()
         let holder = held.make(uniqueName("holder"))
@@ -93,10 +78,7 @@ import Testing
     /// the book-keeping stays consistent, and nothing is left counted as waiting or running.
     @Test func underLoad_theGaugesReturnToZero_andEveryOperationIsCountedOnce() async {
         let registry = PrometheusCollectorRegistry()
-        let queue = AsyncOperationQueue()
-        let name = uniqueName("load")
-        queue.name = name
-        queue.logger = MetricsOperationLogger(factory: PrometheusMetricsFactory(registry: registry))
+        let (queue, name) = meteredQueue(uniqueName("load"), reportingTo: registry)
         let categories = (0..<4).map { _ in uniqueName("category") }
         let operations = (0..<2_000).map { index -> AsyncBlockOperation in
             let operation = AsyncBlockOperation {}

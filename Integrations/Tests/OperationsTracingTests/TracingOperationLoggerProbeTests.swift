@@ -8,16 +8,7 @@ import Tracing
 
 /// Probes of documented behaviour of `TracingOperationLogger` that `TracingOperationLoggerTests`
 /// does not check yet. Each probe cites the sentence it checks.
-@Suite struct TracingOperationLoggerProbeTests {
-    private func span(_ tracer: InMemoryTracer, _ name: String) -> FinishedInMemorySpan? {
-        tracer.finishedSpans.first { $0.operationName == name }
-    }
-
-    private func named<Operation: Foundation.Operation>(_ operation: Operation, _ prefix: String) -> Operation {
-        operation.name = uniqueName(prefix)
-        return operation
-    }
-
+@Suite struct TracingOperationLoggerProbeTests: SpanReading {
     // TracingOperationLogger: "The span current where the operation was added (`ServiceContext.current`, read on the adding thread, in `async` and synchronous code alike) is its parent"
     @Test func anOperationAddedInAsyncCode_isAChildOfTheTasksSpan() async {
         let tracer = InMemoryTracer()

@@ -6,16 +6,7 @@ import OperationsTracing
 import Testing
 import Tracing
 
-@Suite struct TracingOperationLoggerTests {
-    private func span(_ tracer: InMemoryTracer, _ name: String) -> FinishedInMemorySpan? {
-        tracer.finishedSpans.first { $0.operationName == name }
-    }
-
-    private func named<Operation: Foundation.Operation>(_ operation: Operation, _ prefix: String) -> Operation {
-        operation.name = uniqueName(prefix)
-        return operation
-    }
-
+@Suite struct TracingOperationLoggerTests: SpanReading {
     @Test func anOperationsSpan_isAChildOfTheSpanCurrentWhereItWasAdded() {
         let tracer = InMemoryTracer()
         let queue = AsyncOperationQueue()

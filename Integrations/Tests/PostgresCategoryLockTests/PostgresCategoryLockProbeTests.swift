@@ -110,7 +110,7 @@ struct PostgresCategoryLockProbeTests {
 
     // PostgresCategoryLock.unavailableTimeout: "How long an acquisition keeps trying to reach the server before the operation fails with `CategoryLockError.unavailable`"
     @Test func aServerThatAcceptsButNeverAnswers_failsTheOperationUnavailable_andBlocksNothingElse() async throws {
-        let silent = try SilentListener()
+        let silent = try LoopbackSocket(listening: true) // accepts, never answers
         defer { silent.close() }
         try await TestServer.withClient(port: silent.port) { client in
             let lock = PostgresCategoryLock(client: client, unavailableTimeout: 1)
@@ -278,37 +278,5 @@ struct PostgresCategoryLockProbeTests {
             holder.cancel()
             #expect(await eventually { holder.isFinished })
         }
-    }
-}
-
-/// A TCP listener on 127.0.0.1 that never accepts: connections complete (the kernel's backlog)
-/// but no byte ever comes back, as from a server that hangs.
-private final class SilentListener: Sendable {
-    let port: Int
-    private let descriptor: Int32
-
-    init() throws {
-        let made = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard made >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(made, generic, length) == 0 && listen(made, 64) == 0 && getsockname(made, generic, &length) == 0
-            }
-        }
-        guard bound else {
-            Glibc.close(made)
-            throw TestFailure("bind/listen failed: errno \(errno)")
-        }
-        descriptor = made
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    func close() {
-        Glibc.close(descriptor)
     }
 }

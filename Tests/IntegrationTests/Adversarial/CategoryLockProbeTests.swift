@@ -27,6 +27,17 @@ struct CategoryLockProbeTests {
         try FileCategoryLock(directory: directory.url)
     }
 
+    /// An operation of `category` through `lock` that records its fencing token in `tokens`,
+    /// then finishes.
+    private func tokenRecording(_ category: String, lock: some CategoryLock, into tokens: Recorder<UInt64?>) -> ClosureOperation {
+        let operation = ClosureOperation { operation in
+            tokens.append(operation.fencingToken(for: category))
+            operation.finish()
+        }
+        operation.addCondition(ExclusiveCategory(category, lock: lock))
+        return operation
+    }
+
     /// Whether `operation` says it waits for its category held by another process.
     private func waitsElsewhere(_ operation: AsyncOperation) -> Bool {
         operation.debugDescription.contains("held by another process")
@@ -215,11 +226,7 @@ struct CategoryLockProbeTests {
 
         // When an operation of X with a lock is added to it, then one of plain X to another queue
         let tokens = Recorder<UInt64?>()
-        let locked = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: x))
-            operation.finish()
-        }
-        locked.addCondition(ExclusiveCategory(x, lock: lock))
+        let locked = tokenRecording(x, lock: lock, into: tokens)
         queue.addOperation(locked)
         let elsewhere = AsyncBlockOperation {}
         elsewhere.addCondition(ExclusiveCategory(x))
@@ -244,11 +251,7 @@ struct CategoryLockProbeTests {
         let lock = try makeLock()
         let x = uniqueName("x")
         let tokens = Recorder<UInt64?>()
-        let locked = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: x))
-            operation.finish()
-        }
-        locked.addCondition(ExclusiveCategory(x, lock: lock))
+        let locked = tokenRecording(x, lock: lock, into: tokens)
         let queue = AsyncOperationQueue()
         queue.isSuspended = true
         queue.addOperation(locked)
@@ -363,11 +366,7 @@ struct CategoryLockProbeTests {
         queue.addOperation(holder)
         #expect(await eventually { held.startCount(holderName) == 1 })
         let tokens = Recorder<UInt64?>()
-        let next = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: x))
-            operation.finish()
-        }
-        next.addCondition(ExclusiveCategory(x, lock: lock))
+        let next = tokenRecording(x, lock: lock, into: tokens)
         AsyncOperationQueue().addOperation(next)
 
         // When the holder's queue is shut down with a short grace period
@@ -758,11 +757,7 @@ struct CategoryLockProbeTests {
         try (String(repeating: "0", count: 20 - mended.count) + mended + " " + String(repeating: "0", count: 10) + "\n")
             .write(to: file, atomically: false, encoding: .utf8)
         let tokens = Recorder<UInt64?>()
-        let second = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: x))
-            operation.finish()
-        }
-        second.addCondition(ExclusiveCategory(x, lock: lock))
+        let second = tokenRecording(x, lock: lock, into: tokens)
         AsyncOperationQueue().addOperations([second], waitUntilFinished: true)
         #expect(second.errors.isEmpty, "\(second.errors)")
         #expect((tokens.all.first ?? nil).map { $0 > 41 } == true, "\(tokens.all)")
@@ -780,11 +775,7 @@ struct CategoryLockProbeTests {
         let lock = SleepyAsyncLock()
         let (g, s) = (uniqueName("g"), uniqueName("s"))
         let tokens = Recorder<UInt64?>()
-        let granted = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: g))
-            operation.finish()
-        }
-        granted.addCondition(ExclusiveCategory(g, lock: lock))
+        let granted = tokenRecording(g, lock: lock, into: tokens)
         let executed = Counter()
         let waiting = AsyncBlockOperation { executed.increment() }
         waiting.addCondition(ExclusiveCategory(s, lock: lock))
@@ -829,11 +820,7 @@ struct CategoryLockProbeTests {
 
         // When an operation names it with the decomposed spelling
         let tokens = Recorder<UInt64?>()
-        let second = ClosureOperation { operation in
-            tokens.append(operation.fencingToken(for: decomposed))
-            operation.finish()
-        }
-        second.addCondition(ExclusiveCategory(decomposed, lock: lock))
+        let second = tokenRecording(decomposed, lock: lock, into: tokens)
         AsyncOperationQueue().addOperation(second)
 
         // Then it waits for the other process, and then gets a token above the first grant's
