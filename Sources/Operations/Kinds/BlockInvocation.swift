@@ -21,7 +21,8 @@ struct BlockInvocation {
         case invoking(finishRequested: Bool)
         /// The block was called (a continuation block may still be working).
         case invoked
-        /// A cancel cut a pending continuation short: the operation finishes without it.
+        /// A cancel cut the call or its pending continuation short: the operation finishes
+        /// without the continuation (a second cancel finishes nothing more).
         case cutShort
     }
 
@@ -78,8 +79,8 @@ struct BlockInvocation {
         case nothing
         /// A continuation is still pending: the operation finishes at once.
         case finishNow
-        /// The block is being called: its continuation, called from now on, is ignored (tell
-        /// `gate`, after unlocking); the operation finishes once the call returns.
+        /// The block is being called: the operation finishes once the call returns; tell `gate`
+        /// (after unlocking) that a continuation called from now on finds no operation to finish.
         case ignoreContinuation(ContinuationGate)
 
         static func == (lhs: CancelReaction, rhs: CancelReaction) -> Bool {
@@ -109,25 +110,6 @@ struct BlockInvocation {
             return .finishNow
         case .skipped, .cutShort:
             return .nothing
-        }
-    }
-
-    /// What a call of the continuation comes to.
-    enum ContinuationCall: Equatable {
-        /// It finishes the operation, with its error.
-        case finish
-        /// A cancel came first, while the block ran or while the continuation was pending: the
-        /// call is ignored, and the cancel finishes the operation.
-        case ignore
-    }
-
-    /// The continuation was called. Asked under the same lock as `cancelled()`, so a cancel
-    /// that came first always wins, whichever thread the continuation runs on and however soon
-    /// after the cancel.
-    func continuationCalled() -> ContinuationCall {
-        switch stage {
-        case .invoking(finishRequested: true), .cutShort: .ignore
-        case .notStarted, .skipped, .invoking(finishRequested: false), .invoked: .finish
         }
     }
 

@@ -1582,11 +1582,12 @@ extension OperationLifecycle {
     }
 
     /// A continuation block's continuation was called with `newErrors`: it finishes the
-    /// operation unless a cancel came first. (Once the block was called, a cancel always finishes
-    /// the operation itself: `isCancelled` decides even before the block has heard of it, while
-    /// `operationDidCancel` is still being delivered.)
+    /// operation unless a cancel came first. Once the block was called, a cancel always finishes
+    /// the operation itself (at once, or as the block returns), so `isCancelled` alone decides,
+    /// in the cancel's own step: even before the block hears of it, while `operationDidCancel` is
+    /// still being delivered.
     mutating func finishFromContinuation(errors newErrors: [any Error]) -> FinishAction {
-        if isCancelled || block?.continuationCalled() == .ignore { return .none }
+        if isCancelled { return .none }
         return finish(errors: newErrors)
     }
 

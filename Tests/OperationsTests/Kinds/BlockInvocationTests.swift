@@ -73,38 +73,29 @@ import Testing
         #expect(withoutContinuation.cancelled() == .nothing)
     }
 
-    @Test func aContinuationCalledWithoutACancel_finishesTheOperation() {
-        var block = blockAwaitingItsContinuation()
-        #expect(block.continuationCalled() == .finish)
-        _ = block.returned()
-        #expect(block.continuationCalled() == .finish)
-    }
-
-    @Test func aContinuationCalledAfterACancelThatCameWhileTheBlockRan_isIgnored() {
+    @Test func aCancelWhileTheBlockRuns_finishesItAsItReturns_andTellsAGateHandedOut() {
         // The cancel came before the continuation was even handed out: there was no gate to tell.
         var beforeTheGate = continuationBlock()
         _ = beforeTheGate.begin(isCancelled: false)
         #expect(beforeTheGate.cancelled() == .nothing)
-        #expect(beforeTheGate.continuationCalled() == .ignore)
         #expect(beforeTheGate.returned() == .finishNow)
-        #expect(beforeTheGate.continuationCalled() == .ignore) // after the return, before the finish lands
+        #expect(beforeTheGate.cancelled() == .nothing) // a second cancel finishes nothing more
 
-        // The cancel came with the gate handed out, and the call crossed the gate being told.
+        // The cancel came with the gate handed out: the gate is told, after unlocking.
         var withTheGate = blockAwaitingItsContinuation()
         guard case let .ignoreContinuation(gate) = withTheGate.cancelled() else {
-            Issue.record("expected the continuation to be ignored from the cancel on")
+            Issue.record("expected the gate to be told of the cancel")
             return
         }
-        #expect(withTheGate.continuationCalled() == .ignore)
+        #expect(withTheGate.returned() == .finishNow)
         gate.operationFinished()
     }
 
-    @Test func aContinuationCalledAfterACancelCutItShort_isIgnored() {
+    @Test func aSecondCancelAfterACancelCutAPendingContinuationShort_finishesNothingMore() {
         var block = blockAwaitingItsContinuation()
         _ = block.returned()
         #expect(block.cancelled() == .finishNow)
-        #expect(block.continuationCalled() == .ignore) // called before the cancel's finish landed
-        #expect(block.cancelled() == .nothing) // a second cancel finishes nothing more
+        #expect(block.cancelled() == .nothing)
     }
 
     @Test func releasing_handsOverTheBlockAndItsContinuation_once() {
