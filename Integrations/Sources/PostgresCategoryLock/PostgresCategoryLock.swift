@@ -107,8 +107,8 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// Swift holds equal (`"caf\u{E9}"` and `"cafe\u{301}"`) have one key: the name is hashed in
     /// canonical composition (NFC).
     public func key(for category: String) -> Int64 {
-        let name = "\(namespace):\(category)"
-        let canonical = name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
+        // (The engine hands every lock the NFC spelling already; a direct caller may not.)
+        let canonical = "\(namespace):\(category)".precomposedStringWithCanonicalMapping
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in canonical.utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
