@@ -81,7 +81,7 @@ final class LockSession: Sendable {
     }
 
     private func session(on connection: PostgresConnection) async throws {
-        guard state.withLock({ $0.connected() }) else { return }
+        guard state.withLock({ $0.connected(now: DispatchTime.now().uptimeNanoseconds) }) else { return }
         do {
             try await lock.ensureFencingSequence(on: connection)
             guard let token = try await waitForLock(on: connection) else {
@@ -124,14 +124,19 @@ final class LockSession: Sendable {
             }
             do {
                 let token = try await lock.lockAndDrawToken(key: key, waitingAtMost: tries == 0 ? 50 : 200, on: connection)
-                state.withLock { $0.serverAnswered() }
+                serverAnswered()
                 return token
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
-                state.withLock { $0.serverAnswered() }
+                serverAnswered()
                 if tries % 10 == 0 { await lock.noteHolder(of: category, key: key, on: connection) }
                 tries += 1
             }
         }
+    }
+
+    private func serverAnswered() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { $0.serverAnswered(now: now) }
     }
 
     /// Holds the session until the lease is released, checking every heartbeat that the server
@@ -253,11 +258,12 @@ final class PostgresLease: CategoryLease {
     }
 }
 
-/// The server could not be reached within the lock's timeout, and the client gave no error.
+/// The server could not be reached, or stopped answering a session waiting in line, for the
+/// lock's timeout, and the client gave no error.
 public struct PostgresUnreachable: Error, CustomStringConvertible {
     /// The lock's `unavailableTimeout`, in seconds.
     public let after: TimeInterval
 
-    /// "no connection to the PostgreSQL server within N s".
-    public var description: String { "no connection to the PostgreSQL server within \(after) s" }
+    /// "the PostgreSQL server could not be reached, or did not answer, for N s".
+    public var description: String { "the PostgreSQL server could not be reached, or did not answer, for \(after) s" }
 }

@@ -26,6 +26,9 @@ struct LockSessionState: Sendable {
     /// When the current streak of failures began (nil while things work), in uptime nanoseconds.
     private var failingSince: UInt64?
     private var lastError: (any Error)?
+    /// When the server last showed it was there (a connection handed out, an answer), in uptime
+    /// nanoseconds: a connected session it stays silent to for `unavailableTimeout` is given up on.
+    private var lastContact: UInt64 = 0
     /// The request was abandoned before the session's task was known, and that task had no
     /// connection then (so it never will): it may be cancelled once it is known.
     private var cancelHolderWhenStarted = false
@@ -97,12 +100,19 @@ struct LockSessionState: Sendable {
 
     /// The timer went off at `now`: give up, with the error `giveUp` makes of the last failure
     /// seen, if the session has had no connection for `unavailableTimeout` (since the start, or
-    /// since the connection it had failed); otherwise look again when that could next be so. (A
-    /// connection lost while waiting in line is bounded too: the client may wait for a new one
-    /// indefinitely, without an error.)
+    /// since the connection it had failed), or has one that the server has not answered on for
+    /// that long; otherwise look again when that could next be so. (A connection lost while
+    /// waiting in line is bounded too: the client may wait for a new one indefinitely, without
+    /// an error. And every statement of a session waiting in line is cut short by the server
+    /// within a fraction of a second, so a silence that long means the server is gone, even if
+    /// the statement in flight never fails: seen after an immediate server stop.)
     mutating func timerFired(now: UInt64, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
         guard case let .waiting(_, connected) = phase else { return .stop }
-        if connected { return .checkAgain(after: unavailableTimeout) }
+        if connected {
+            let silent = Double(now &- lastContact) / 1_000_000_000
+            if silent >= unavailableTimeout { return .giveUp(abandon(with: giveUp(nil))) }
+            return .checkAgain(after: unavailableTimeout - silent)
+        }
         guard let failingSince else { return .giveUp(abandon(with: giveUp(lastError))) } // never connected
         let failing = Double(now &- failingSince) / 1_000_000_000
         if failing >= unavailableTimeout { return .giveUp(abandon(with: giveUp(lastError))) }
@@ -111,16 +121,19 @@ struct LockSessionState: Sendable {
 
     // MARK: The session
 
-    /// The session got a connection: `true` if it should go on, `false` if nobody waits any more.
-    mutating func connected() -> Bool {
+    /// The session got a connection at `now`: `true` if it should go on, `false` if nobody
+    /// waits any more.
+    mutating func connected(now: UInt64) -> Bool {
         guard case let .waiting(waiter, _) = phase else { return false }
         phase = .waiting(waiter, connected: true)
+        lastContact = now
         return true
     }
 
-    /// The server answered a lock request (granted or timed out): it works.
-    mutating func serverAnswered() {
+    /// The server answered a lock request (granted or timed out) at `now`: it works.
+    mutating func serverAnswered(now: UInt64) {
         failingSince = nil
+        lastContact = now
     }
 
     enum RetryAction {

@@ -55,9 +55,9 @@ import Testing
             _ = state.started(holder: noTask(), timer: noTask())
             var gaveUp: (any Error)?
             for second in 0..<20 where gaveUp == nil {
-                let connected = state.connected()
-                #expect(connected)
                 let now = UInt64(second) * 1_000_000_000
+                let connected = state.connected(now: now)
+                #expect(connected)
                 if case let .giveUp(error) = state.attemptFailed(Unreachable(), now: now, unavailableTimeout: 10) {
                     gaveUp = error
                     #expect(second == 10)
@@ -79,10 +79,10 @@ import Testing
             guard case .start = state.wait(with: waiter) else { return }
             _ = state.started(holder: noTask(), timer: noTask())
             for second in 0..<30 {
-                let connected = state.connected()
-                #expect(connected)
-                if second % 5 == 4 { state.serverAnswered() }
                 let now = UInt64(second) * 1_000_000_000
+                let connected = state.connected(now: now)
+                #expect(connected)
+                if second % 5 == 4 { state.serverAnswered(now: now) }
                 if case .giveUp = state.attemptFailed(Unreachable(), now: now, unavailableTimeout: 10) {
                     Issue.record("gave up at \(second) s although the server answered every 5 s")
                 }
@@ -100,10 +100,10 @@ import Testing
             _ = state.started(holder: noTask(), timer: noTask())
             let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
             let giveUp: ((any Error)?) -> any Error = { $0 ?? Unreachable() }
-            _ = state.connected()
-            state.serverAnswered() // waiting in line: the lock is held elsewhere
-            guard case .checkAgain(after: 10) = state.timerFired(now: seconds(10), unavailableTimeout: 10, giveUp) else {
-                Issue.record("a session with a connection keeps being watched")
+            _ = state.connected(now: 0)
+            state.serverAnswered(now: seconds(9)) // waiting in line: the lock is held elsewhere
+            guard case .checkAgain(after: 9) = state.timerFired(now: seconds(10), unavailableTimeout: 10, giveUp) else {
+                Issue.record("a session the server answers keeps being watched")
                 waiter.resume(throwing: NotSettled())
                 return
             }
@@ -129,6 +129,34 @@ import Testing
         #expect(error is Unreachable)
     }
 
+    @Test func aConnectedSessionTheServerFallsSilentTo_isGivenUpOn_onceSilentForTheTimeout() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else { return }
+            _ = state.started(holder: noTask(), timer: noTask())
+            let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
+            _ = state.connected(now: seconds(1))
+            state.serverAnswered(now: seconds(3))
+            guard case .checkAgain(after: 8) = state.timerFired(now: seconds(5), unavailableTimeout: 10, { _ in Unreachable() }) else {
+                Issue.record("expected a look again 10 s after the last answer")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            // The server stops at 4 s: the statement in flight never returns, and never fails.
+            guard case let .giveUp(.fail(waiter, error, cancel)) = state.timerFired(now: seconds(13), unavailableTimeout: 10, { last in
+                #expect(last == nil, "a silent server is no failure the client saw")
+                return Unreachable()
+            }) else {
+                Issue.record("expected to give up 10 s after the server's last answer")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            #expect(cancel.count == 1, "only the timer: a session with a connection ends by itself")
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is Unreachable)
+    }
+
     @Test func aSessionThatNeverConnected_isGivenUpOn_whenTheTimerFirstFires() async {
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }
@@ -148,7 +176,7 @@ import Testing
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }
             _ = state.started(holder: noTask(), timer: noTask())
-            let connected = state.connected()
+            let connected = state.connected(now: 0)
             #expect(connected)
             guard case let .resume(waiter, _) = state.granted() else {
                 Issue.record("expected the lease to be handed out")
@@ -175,7 +203,7 @@ import Testing
         let result = await withWaiter { state, waiter in
             guard case .start = state.wait(with: waiter) else { return }
             _ = state.started(holder: noTask(), timer: noTask())
-            let connected = state.connected()
+            let connected = state.connected(now: 0)
             #expect(connected)
             guard case let .resume(waiter, _) = state.granted() else { return }
             let sleeper = noTask()
