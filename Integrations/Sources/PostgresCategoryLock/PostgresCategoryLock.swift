@@ -38,7 +38,9 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// the database: a category's key is a 64-bit hash of the namespace and its name.
     public let namespace: String
     /// How long an acquisition keeps trying to reach the server before the operation fails with
-    /// `CategoryLockError.unavailable`, in seconds.
+    /// `CategoryLockError.unavailable`, in seconds; also how long a session waiting in line may
+    /// go without an answer from the server (which answers it several times a second) before
+    /// the operation fails the same way.
     public let unavailableTimeout: TimeInterval
     /// How long an operation waits while another session holds its category before it fails with
     /// `CategoryLockError.unavailable` (underlying `CategoryLockWaitTimedOut`), in seconds; `nil`,
@@ -64,7 +66,8 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// - Parameters:
     ///   - client: A client that you run (`client.run()`).
     ///   - namespace: Keeps this lock's advisory-lock keys apart from other users of the database.
-    ///   - unavailableTimeout: How long an acquisition tries to reach the server, in seconds.
+    ///   - unavailableTimeout: How long an acquisition tries to reach the server, or waits in line
+    ///     without an answer from it, in seconds.
     ///   - waitTimeout: How long an operation may wait while another session holds its category,
     ///     in seconds; `nil` waits as long as it takes.
     ///   - heartbeatInterval: How often a holding session checks that the server still answers, in
