@@ -24,6 +24,12 @@ import TestSupport
 // owed event), and several categories (one category "A", which another operation may hold at
 // first).
 //
+// The continuation-block scopes model an `AsyncBlockOperation`'s block as steps of their own
+// (begun, handed its continuation, returned, reached by a cancel) and its continuation as an event
+// at any moment after it was handed out: a continuation called after a cancel of the called block
+// must never finish the operation nor add its error. (Without the lifecycle's `isCancelled` check
+// in `finishFromContinuation`, they fail within 8 and 11 steps.)
+//
 // Two engine bugs it found (now fixed) are pinned down by the `regression_` tests at the end, with
 // the shortest sequences that broke them; every scope checks their rules too. A third, an
 // operation that never finished when its last dependency finished while a dependency closing a
@@ -64,6 +70,11 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     var holdsFinish = false
     /// A condition may call its completion handler a second time (a misbehaving condition).
     var answersTwice = false
+    /// An `AsyncBlockOperation` whose block takes a continuation: executing begins the block,
+    /// which is handed its continuation and returns, each a step of its own; a cancel reaches the
+    /// block after `operationDidCancel`; the continuation is called (with an error) at any moment
+    /// after it was handed out, once (its gate stops a second call before the lifecycle).
+    var continuationBlock = false
     var cancels = 1
     /// Calls to `finish(with:)` from outside at any moment (a second one is a duplicate).
     var finishes = 1
@@ -122,6 +133,11 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
         LifecycleScope(name: "made to depend on itself at any moment", conditions: [.answered],
                        dependency: true, selfDependency: true, finishes: 1, suspensions: 1,
                        minimumStates: 50_000, minimumTerminals: 150),
+        LifecycleScope(name: "a continuation block, cancelled and finished at any moment", continuationBlock: true,
+                       cancels: 2, finishes: 2, suspensions: 1, minimumStates: 20_000, minimumTerminals: 250),
+        LifecycleScope(name: "a continuation block started by hand, cancelled and finished at any moment",
+                       onQueue: false, continuationBlock: true, cancels: 2, finishes: 2, handStarts: 2,
+                       minimumStates: 13_000, minimumTerminals: 240),
     ]
 }
 
@@ -278,9 +294,19 @@ private enum Step: Hashable {
     case deliverDidStart(observers: Int)
     case afterDidStart
     case finishAfterExecuting
+    // A continuation block (`AsyncBlockOperation.execute()`).
+    /// `execute()` begins the block (`beginBlock()`).
+    case beginBlock
+    /// The block is called and handed its continuation (`awaitContinuation(through:)`).
+    case handContinuation
+    /// The block's call returned (`blockReturned()`).
+    case blockReturned
+    /// A cancel during execution reaches the block (`cancellationDuringExecution()`).
+    case blockCancelled
     // Cancelling and producing.
-    case deliverDidCancel(observers: Int, releasesCategories: Bool)
-    case afterDidCancel(releasesCategories: Bool)
+    /// `interruptsExecution`: the cancel came during execution, and reaches the block next.
+    case deliverDidCancel(observers: Int, releasesCategories: Bool, interruptsExecution: Bool)
+    case afterDidCancel(releasesCategories: Bool, interruptsExecution: Bool)
     case releaseCategoriesOnCancel
     case deliverDidProduce(observers: Int)
     case afterDidProduce
@@ -321,6 +347,13 @@ private struct World {
     var answeredOnce: Set<Int> = []
     var answeredTwice: Set<Int> = []
     var heldFinishOwed = false
+    // The continuation block's continuation.
+    var continuationHandedOut = false
+    var continuationCalled = false
+    /// The continuation's gate let go of the operation (told of a cancel, or at the finish): a
+    /// call finds nothing to finish.
+    var gateClosed = false
+    var continuationCalledAfterCancel = false
 
     // The queue's scheduler and Foundation's queue.
     var suspended = false
@@ -374,13 +407,14 @@ private struct World {
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
                 finishRequestedBeforeStart: l.finishRequestedBeforeStart,
                 withdrawsFromCategories: l.withdrawsFromCategories, finishHoldOffered: l.finishHoldOffered,
-                holdsFinish: l.holdsFinish
+                holdsFinish: l.holdsFinish, block: l.block.map { "\($0)" }
             ),
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
             flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionBrought, lateConditionAttached, cycleAdded, selfDependencyAdded, selfCycleRecorded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
-                    onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd],
+                    onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd,
+                    continuationHandedOut, continuationCalled, gateClosed, continuationCalledAfterCancel],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
         )
@@ -400,6 +434,8 @@ private struct World {
         var notificationsInFlight: Int
         var finishWaitsForNotifications, finishRequestedBeforeStart, withdrawsFromCategories, finishHoldOffered: Bool
         var holdsFinish: Bool
+        /// The block's stage and whether it holds a continuation, as the value describes itself.
+        var block: String?
     }
 
     struct Key: Hashable {
@@ -442,6 +478,8 @@ private struct Explorer {
     let cycleDependency = BlockOperation {}
     /// Stands for the operation itself, as its own dependency.
     let itself = BlockOperation {}
+    /// The continuation block's gate (what the lifecycle makes of it is all that is modelled).
+    let gate = ContinuationGate(operation: AsyncBlockOperation { _ in }, createdAt: nil)
 
     init(_ scope: LifecycleScope, checking checkedBugs: Set<KnownBug>) {
         self.scope = scope
@@ -451,6 +489,9 @@ private struct Explorer {
 
     func initialWorld() -> World {
         var world = World()
+        if scope.continuationBlock {
+            world.life = OperationLifecycle(block: .continuation { _ in })
+        }
         _ = world.life.addObserver(Listener())
         for kind in scope.conditions {
             let categories = Set(scope.categories)
@@ -639,6 +680,19 @@ private struct Explorer {
                 if !letThrough.isEmpty { world.spawn(letThrough) }
             }
         }
+        if world.continuationHandedOut && !world.continuationCalled {
+            event("the continuation is called with an error") { world in
+                world.continuationCalled = true
+                guard !world.gateClosed else { return } // the gate let go of the operation
+                let cancelled = world.life.isCancelled
+                world.continuationCalledAfterCancel = cancelled
+                let action = Finish(world.life.finishFromContinuation(errors: [StubError("continuation")]))
+                if cancelled && action != .none {
+                    world.violate("a continuation called after a cancel of the called block finished the operation")
+                }
+                world.spawn([.perform(action)])
+            }
+        }
         if world.heldFinishOwed {
             event("the group delivers its held finish") { world in
                 world.heldFinishOwed = false
@@ -658,6 +712,7 @@ private struct Explorer {
             || (world.lateDependencyAdded && !world.lateDependencyFinished)
             || (world.lateConditionAdded && !world.lateConditionAttached)
             || world.otherHolds || world.suspended || world.heldFinishOwed
+            || (world.continuationHandedOut && !world.continuationCalled && !world.gateClosed)
     }
 
     private func enqueue(_ world: inout World) {
@@ -688,10 +743,12 @@ private struct Explorer {
         guard case let .cancel(observers, followUp) = world.life.cancel(error: StubError("cancel\(world.cancels)")) else { return }
         var releases = false
         if case .releaseCategories = followUp { releases = true }
+        var interrupts = false
+        if case .interruptExecution = followUp { interrupts = true }
         if heldForFoundation && (world.life.holdsCategories || !releases) {
             world.violate("cancelled while waiting for Foundation to start it, yet kept category A")
         }
-        world.spawn([.deliverDidCancel(observers: observers.count, releasesCategories: releases)])
+        world.spawn([.deliverDidCancel(observers: observers.count, releasesCategories: releases, interruptsExecution: interrupts)])
     }
 
     private func answer(_ index: Int, satisfied: Bool, in world: inout World) {
@@ -1007,7 +1064,33 @@ private struct Explorer {
                 world.violate("execute() called in phase \(world.life.phase)")
             }
             if !scope.categories.isEmpty && !world.weHold { world.violate("execute() called without holding its category") }
-            return [.finishAfterExecuting] // the work is done some time: the subclass finishes
+            return scope.continuationBlock ? [.beginBlock] : [.finishAfterExecuting] // the work is done some time: the subclass finishes
+
+        case .beginBlock:
+            guard case .call = world.life.beginBlock() else {
+                return [.finishAfterExecuting] // a cancel came first: it finishes without calling the block
+            }
+            if world.life.isCancelled { world.violate("the block was called although its operation was cancelled") }
+            return [.handContinuation]
+
+        case .handContinuation:
+            world.life.awaitContinuation(through: gate)
+            world.continuationHandedOut = true
+            return [.blockReturned]
+
+        case .blockReturned:
+            return world.life.blockReturned() == .finishNow ? [.finishAfterExecuting] : []
+
+        case .blockCancelled:
+            switch world.life.blockCancelled() {
+            case .nothing:
+                return []
+            case .finishNow:
+                return [.finishAfterExecuting]
+            case .ignoreContinuation:
+                world.gateClosed = true
+                return []
+            }
 
         case .recordCycle:
             switch world.life.recordCycle(through: ObjectIdentifier(cycleDependency), name: "cycle", wasCounted: true) {
@@ -1024,15 +1107,17 @@ private struct Explorer {
         case .finishAfterExecuting:
             return [.perform(Finish(world.life.finish(errors: [])))]
 
-        case let .deliverDidCancel(observers, releases):
+        case let .deliverDidCancel(observers, releases, interrupts):
             deliver("operationDidCancel", to: observers, in: &world)
             world.didCancel += 1
             if world.didCancel > 1 { world.violate("operationDidCancel delivered twice") }
-            return [.afterDidCancel(releasesCategories: releases)]
+            return [.afterDidCancel(releasesCategories: releases, interruptsExecution: interrupts)]
 
-        case let .afterDidCancel(releases):
+        case let .afterDidCancel(releases, interrupts):
             let heldBack = Finish(world.life.notificationDelivered())
-            return releases ? [.releaseCategoriesOnCancel, .perform(heldBack)] : [.perform(heldBack)]
+            if releases { return [.releaseCategoriesOnCancel, .perform(heldBack)] }
+            if interrupts && scope.continuationBlock { return [.blockCancelled, .perform(heldBack)] }
+            return [.perform(heldBack)]
 
         case .releaseCategoriesOnCancel:
             return release(in: &world, by: "a cancel after the hand-off")
@@ -1081,6 +1166,7 @@ private struct Explorer {
         case .completeFinish:
             if world.didFinish == 0 { world.violate("completeFinish() before operationDidFinish was delivered") }
             let remains = world.life.completeFinish()
+            world.gateClosed = true // releaseResources(): the gate lets go of the operation
             world.completed += 1
             if world.completed > 1 { world.violate("completeFinish() called twice") }
             if let delivered = world.deliveredErrors, labels(remains.errors) != delivered {
@@ -1214,6 +1300,9 @@ private struct Explorer {
         }
         if world.executed > 0 && world.didStart == 0 { world.violate("execute() without operationDidStart") }
         if world.executed > 0 && world.selfCycleRecorded { world.violate("executed though it depends on itself") }
+        if world.continuationCalledAfterCancel && labels(life.errors).contains("continuation") {
+            world.violate("the error of a continuation called after a cancel is among the operation's errors")
+        }
         if life.phase == .ready && (life.isCancelled || life.finishRequestedBeforeStart) && life.holdsCategories
             && checkedBugs.contains(.keepsCategoryItWillNotUse) {
             world.violate("waits for Foundation to start it, will not execute, yet keeps category A")
