@@ -32,7 +32,7 @@ import Operations
 /// | `operation.condition_failures` | for `conditions_answered`: how many failed |
 /// | `operation.produced` | for `produced`: the name of the operation it produced |
 /// | `operation.errors` | for `cancelled` and `finished`: its errors, described (the first is also the record's `error`) |
-/// | `queue.name` | the queue's name, if it has one |
+/// | `queue.name` | the name the queue was given, if any (not Foundation's default name) |
 public struct SwiftLogOperationLogger: OperationLogger {
     /// The logger the records go to; its `logLevel` decides which events are made at all.
     public let logger: Logger

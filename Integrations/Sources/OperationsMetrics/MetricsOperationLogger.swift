@@ -23,7 +23,8 @@ import Operations
 /// | `operations_wait_reason_duration_seconds` | timer | the same time, split by what the operation waited for (label `reason`) |
 /// | `operations_run_duration_seconds` | timer | for each operation that started: the time from its start to its finish |
 ///
-/// Every metric has the label `queue` (the queue's name, or `unnamed`). The `reason` of a wait is
+/// Every metric has the label `queue`: the name the queue was given, or `unnamed` (Foundation's
+/// default name holds the queue's address, and would give every queue a label of its own). The `reason` of a wait is
 /// `dependencies`, `conditions`, `category`, `suspended_queue`, `serial_turn`, `group_start`, or
 /// `slot` (a free slot on its queue, and the rest of the time: handed to Foundation's queue,
 /// waiting for a thread), as the queue's `OperationSnapshot` explains it at each moment.

@@ -29,7 +29,8 @@ import Tracing
 ///   operation that never started (cancelled while it waited) still gets a span, from its add
 ///   to its finish, with `operation.started` false.
 ///
-/// Spans are named after the operation and carry `operation.id` and `queue.name`. The tracer is
+/// Spans are named after the operation and carry `operation.id` and, if the queue was given a
+/// name, `queue.name`. The tracer is
 /// the one given (by default the one bootstrapped in `InstrumentationSystem`); nothing else is
 /// read from or written to global state.
 public final class TracingOperationLogger: OperationLogger, Sendable {

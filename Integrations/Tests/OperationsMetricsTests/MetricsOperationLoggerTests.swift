@@ -49,6 +49,22 @@ import Testing
         #expect(text.split(separator: "\n").filter { $0.contains("queue=\"\(name)\"") }.allSatisfy { $0.hasPrefix("operations_") })
     }
 
+    /// Foundation names every queue after its address: those never given a name share the label
+    /// `unnamed`, instead of one label each.
+    @Test func queuesNeverGivenAName_shareTheLabelUnnamed() async {
+        let registry = PrometheusCollectorRegistry()
+        let factory = PrometheusMetricsFactory(registry: registry)
+        for _ in 0..<2 {
+            let queue = AsyncOperationQueue()
+            #expect(queue.name != nil) // Foundation's default name
+            queue.logger = MetricsOperationLogger(factory: factory)
+            queue.addOperations([AsyncBlockOperation {}], waitUntilFinished: true)
+        }
+        let labels = "queue=\"unnamed\""
+        #expect(await eventually { sample(scrape(registry), "operations_finished_total", labels) == 2 }, "\(scrape(registry))")
+        #expect(!scrape(registry).contains("NSOperationQueue"))
+    }
+
     @Test func withNothingBootstrapped_itAsksForNoEvent_soTheQueueAttachesNothing() {
         let logger = MetricsOperationLogger(factory: NOOPMetricsHandler.instance)
         #expect(logger.minimumLevel == .error)

@@ -46,7 +46,7 @@ final class LoggingObserver: OperationObserver {
         guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return }
         let event = OperationLogEvent(
             operationName: operation.displayName,
-            queueName: queue?.name,
+            queueName: queue?.givenName,
             kind: kind,
             operationID: operationID,
             groupID: groupID,

@@ -81,7 +81,9 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
 
     /// The operation's `name`, or its type's name.
     public let operationName: String
-    /// The name of the queue the operation was added to, if it has one.
+    /// The name given to the queue the operation was added to (its `name`), if it was given one:
+    /// `nil` while the queue has Foundation's default name, which holds the queue's address and so
+    /// differs for every queue.
     public let queueName: String?
     /// What happened.
     public let kind: Kind
@@ -222,7 +224,7 @@ extension OperationLogger {
         guard OperationLogEvent.level(of: kind) >= minimumLevel else { return }
         log(OperationLogEvent(
             operationName: operation.displayName,
-            queueName: queue?.name,
+            queueName: (queue as? AsyncOperationQueue).map { $0.mention.givenName } ?? queue?.name,
             kind: kind,
             operationID: .next(),
             groupID: (queue as? AsyncOperationQueue)?.group?.logBinding?.operationID,

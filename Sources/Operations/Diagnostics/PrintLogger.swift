@@ -10,8 +10,9 @@ import Foundation
 /// // [warning] ledger: sync: finished with errors: the operation did not finish within 30 s of starting
 /// ```
 ///
-/// Each line is the event's level in brackets, its queue's name (when the queue has one) and the
-/// event's `description`. Lines are written whole, from whatever thread the event happened on.
+/// Each line is the event's level in brackets, its queue's name (when the queue was given one)
+/// and the event's `description`. Lines are written whole, from whatever thread the event
+/// happened on.
 /// To send them somewhere else (a file, a test's buffer), pass `write`; to adapt your logging
 /// library, write your own `OperationLogger` in a few lines instead.
 public struct PrintLogger: OperationLogger {

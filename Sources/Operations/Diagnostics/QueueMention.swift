@@ -11,6 +11,9 @@ import Foundation
 final class QueueMention: Sendable {
     private struct Names {
         var name: String?
+        /// Whether `name` was given (set through `name`), rather than Foundation's default name,
+        /// which holds the queue's address.
+        var isGiven = false
         /// The group whose children the queue runs, if any: it names the queue after itself.
         weak var group: GroupOperation?
         /// That group's type, which names the queue once the group is gone.
@@ -34,6 +37,7 @@ final class QueueMention: Sendable {
     /// call it outside every lock.
     convenience init(describing queue: OperationQueue) {
         self.init(name: queue.name, type: type(of: queue))
+        rename(queue.name) // whether it was given or is Foundation's default cannot be told
     }
 
     /// The mention of any queue: its own, if it is one of ours; otherwise what is known of it now
@@ -45,6 +49,13 @@ final class QueueMention: Sendable {
     /// The queue's `name`, as it was last set.
     var name: String? {
         names.withLock { $0.name }
+    }
+
+    /// The name the queue was given, if it was given one: `nil` while it has Foundation's default
+    /// name (`NSOperationQueue 0x…`, one per queue), which would give every unnamed queue a log
+    /// field, a trace attribute and a metrics label of its own.
+    var givenName: String? {
+        names.withLock { $0.isGiven ? $0.name : nil }
     }
 
     /// The queue's name, or its type when it has none; a group's own queue is called after its
@@ -60,7 +71,16 @@ final class QueueMention: Sendable {
         return name ?? String(describing: queueType)
     }
 
+    /// The queue's `name` was set to `name`.
     func rename(_ name: String?) {
+        names.withLock { names in
+            names.name = name
+            names.isGiven = true
+        }
+    }
+
+    /// The queue starts with Foundation's default name, `name`.
+    func startNamed(_ name: String?) {
         names.withLock { $0.name = name }
     }
 

@@ -147,7 +147,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         engine = .shared
         mention = QueueMention(name: nil, type: Self.self)
         super.init()
-        mention.rename(name) // Foundation's default name
+        mention.startNamed(name) // Foundation's default name
     }
 
     /// Creates an empty queue whose operations use `engine` (tests build isolated worlds so).
@@ -155,7 +155,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         self.engine = engine
         mention = QueueMention(name: nil, type: Self.self)
         super.init()
-        mention.rename(name) // Foundation's default name
+        mention.startNamed(name) // Foundation's default name
     }
 
     /// What the queue's operations remember of it, for messages and log events.

@@ -208,6 +208,44 @@ import TestSupport
         #expect(logger.kinds(of: operation.name!) == [.started, .finished(errors: [])])
     }
 
+    /// Foundation names every queue after its address: events name a queue only once it was
+    /// given a name, so that unnamed queues do not each get a log field or metrics label.
+    @Test func events_nameTheQueueOnlyOnceItWasGivenAName() {
+        let logger = RecordingLogger()
+        final class SelfNamingQueue: AsyncOperationQueue, @unchecked Sendable {
+            // @unchecked Sendable: no state of its own.
+            override init() {
+                super.init()
+                name = "self-named"
+            }
+        }
+        let unnamed = AsyncOperationQueue()
+        let named = AsyncOperationQueue()
+        named.name = "jobs"
+        let selfNamed = SelfNamingQueue()
+        #expect(unnamed.name != nil) // Foundation's default name
+        var operations: [String: Operation] = [:]
+        for (label, queue) in [("unnamed", unnamed), ("named", named), ("self-named", selfNamed)] {
+            queue.logger = logger
+            let operation = AsyncBlockOperation {}
+            operation.name = uniqueName(label)
+            let plain = BlockOperation {}
+            plain.name = uniqueName("plain on \(label)")
+            queue.addOperations([operation, plain], waitUntilFinished: true)
+            operations[label] = operation
+            operations["plain on \(label)"] = plain
+        }
+        func queueNames(_ label: String) -> Set<String?> {
+            #expect(waitUntil { !logger.events(of: operations[label]!.name!).isEmpty })
+            return Set(logger.events(of: operations[label]!.name!).map(\.queueName))
+        }
+        #expect(queueNames("unnamed") == [nil])
+        #expect(queueNames("plain on unnamed") == [nil])
+        #expect(queueNames("named") == ["jobs"])
+        #expect(queueNames("plain on named") == ["jobs"])
+        #expect(queueNames("self-named") == ["self-named"])
+    }
+
     @Test func queueWithoutALogger_logsNothing() {
         let queue = AsyncOperationQueue()
         #expect(queue.logger == nil)
