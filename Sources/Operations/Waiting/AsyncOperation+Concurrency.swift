@@ -14,7 +14,9 @@ extension AsyncOperation {
     /// ever finish it, so the wait also reports `.awaitedOffQueue`; the operation stays cancelled
     /// and finishes as soon as it is added to a queue or started. An operation still on no queue
     /// a second after the wait began is reported as `.awaitedOffQueue` too (to add and await in
-    /// one call, use `AsyncOperationQueue.run(_:)`).
+    /// one call, use `AsyncOperationQueue.run(_:)`). An operation waiting on a plain Foundation
+    /// `OperationQueue` is invisible to the package: it is reported the same way, and the wait
+    /// still ends when it finishes there.
     ///
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
@@ -32,6 +34,8 @@ extension AsyncOperation {
     /// the operation and returns `false` at once, unless that cancellation finished it on the
     /// spot. A wait whose caller gives up ends, even for an operation that ignores cancellation.
     final func suspendUntilFinished() async -> Bool {
+        // Finished already: its outcome, even for a task that was cancelled before it asked.
+        if isFinished { return true }
         let wait = FinishWait()
         warnIfStillOffQueue(after: 1, while: wait)
         let listener = FinishListener()
@@ -63,7 +67,7 @@ extension AsyncOperation {
         guard lifecycle.phase == .initialized else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
             guard let self, !wait.hasEnded, lifecycle.phase == .initialized else { return }
-            OperationDiagnostics.report(.awaitedOffQueue, self, "the operation is awaited but is on no queue: it finishes only once it is added to one (or started); AsyncOperationQueue.run(_:) adds and awaits in one call")
+            OperationDiagnostics.report(.awaitedOffQueue, self, "the operation is awaited but is on no queue of this package: it finishes only once it is added to one (or started); AsyncOperationQueue.run(_:) adds and awaits in one call (on a plain OperationQueue, which the package cannot see, it finishes there as usual)")
         }
     }
 }

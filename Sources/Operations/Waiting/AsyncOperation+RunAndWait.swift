@@ -6,8 +6,11 @@ extension AsyncOperation {
     ///
     /// The operation runs on `queue`, or on a private `AsyncOperationQueue` when `queue` is `nil`,
     /// with its dependencies, conditions, categories and observers honoured as usual. One that is
-    /// already on a queue (or was started by hand) is not added again: the call waits for it where
-    /// it is. The call returns once `isFinished` is true.
+    /// already on a queue of this package (or was started by hand) is not added again: the call
+    /// waits for it where it is. The call returns once `isFinished` is true. (One waiting on a
+    /// plain Foundation `OperationQueue` is invisible to the package, which adds it again, and
+    /// Foundation traps, as it does for any operation added to two queues: await it with
+    /// `finished()` instead.)
     ///
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
@@ -15,7 +18,8 @@ extension AsyncOperation {
     ///   it is then cancelled with that error and may still be finishing. And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
     ///   the main thread for an operation on the main queue, inside an operation of `queue`
-    ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
+    ///   when every concurrency slot of `queue` is held by an operation waiting like this, in
+    ///   the operation itself as it executes on a serial queue (it would wait for itself), or on
     ///   the thread delivering this operation's own finish (in an observer's
     ///   `operationDidFinish`, say).
     ///
@@ -50,6 +54,14 @@ extension AsyncOperation {
             throw AsyncOperationError.waitWouldDeadlock(
                 operation: displayName,
                 reason: "this thread is delivering its finish (to an observer, or to its progress's observers), which completes only once the wait returns; its errors are final: read them instead"
+            )
+        }
+        if start.phase == .executing, let queue = start.queue, queue.maxConcurrentOperationCount == 1, OperationQueue.current === queue {
+            // The only operation a serial queue runs is this one: the call comes from its own
+            // execution, which cannot finish while it waits.
+            throw AsyncOperationError.waitWouldDeadlock(
+                operation: displayName,
+                reason: "it executes on this thread, in the only slot of its serial queue '\(queue.name ?? String(describing: type(of: queue)))': it would wait for itself"
             )
         }
         let isNew = start.phase == .initialized
