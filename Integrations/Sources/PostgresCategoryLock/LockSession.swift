@@ -84,6 +84,7 @@ final class LockSession: Sendable {
         guard state.withLock({ $0.connected(now: DispatchTime.now().uptimeNanoseconds) }) else { return }
         do {
             try await lock.ensureFencingSequence(on: connection)
+            serverAnswered() // it may have waited for another process making the sequence
             guard let token = try await waitForLock(on: connection) else {
                 await unlockEverything(on: connection)
                 return
@@ -128,7 +129,10 @@ final class LockSession: Sendable {
                 return token
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
                 serverAnswered()
-                if tries % 10 == 0 { await lock.noteHolder(of: category, key: key, on: connection) }
+                if tries % 10 == 0 {
+                    await lock.noteHolder(of: category, key: key, on: connection)
+                    serverAnswered()
+                }
                 tries += 1
             }
         }

@@ -103,20 +103,28 @@ struct LockSessionState: Sendable {
     /// since the connection it had failed), or has one that the server has not answered on for
     /// that long; otherwise look again when that could next be so. (A connection lost while
     /// waiting in line is bounded too: the client may wait for a new one indefinitely, without
-    /// an error. And every statement of a session waiting in line is cut short by the server
-    /// within a fraction of a second, so a silence that long means the server is gone, even if
-    /// the statement in flight never fails: seen after an immediate server stop.)
+    /// an error. And the lock statements of a session waiting in line are cut short by the server
+    /// within a fraction of a second, so a silence that long (at least a second) means the server
+    /// is gone, even if the statement in flight never fails: seen after an immediate server stop.)
     mutating func timerFired(now: UInt64, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
         guard case let .waiting(_, connected) = phase else { return .stop }
         if connected {
-            let silent = Double(now &- lastContact) / 1_000_000_000
-            if silent >= unavailableTimeout { return .giveUp(abandon(with: giveUp(nil))) }
-            return .checkAgain(after: unavailableTimeout - silent)
+            // At least a second: each try in line may itself wait 200 ms for the server.
+            let bound = max(unavailableTimeout, 1)
+            let silent = Self.seconds(from: lastContact, to: now)
+            if silent >= bound { return .giveUp(abandon(with: giveUp(nil))) }
+            return .checkAgain(after: bound - silent)
         }
         guard let failingSince else { return .giveUp(abandon(with: giveUp(lastError))) } // never connected
-        let failing = Double(now &- failingSince) / 1_000_000_000
+        let failing = Self.seconds(from: failingSince, to: now)
         if failing >= unavailableTimeout { return .giveUp(abandon(with: giveUp(lastError))) }
         return .checkAgain(after: unavailableTimeout - failing)
+    }
+
+    /// Seconds from `start` to `end`, 0 if `end` came first: clocks are read before the lock is
+    /// taken, so a later reading may be recorded before an earlier one is compared with it.
+    private static func seconds(from start: UInt64, to end: UInt64) -> Double {
+        end > start ? Double(end - start) / 1_000_000_000 : 0
     }
 
     // MARK: The session
@@ -152,7 +160,7 @@ struct LockSessionState: Sendable {
         phase = .waiting(waiter, connected: false)
         let since = failingSince ?? now
         failingSince = since
-        if Double(now &- since) / 1_000_000_000 >= unavailableTimeout {
+        if Self.seconds(from: since, to: now) >= unavailableTimeout {
             return .giveUp(error)
         }
         return .retry

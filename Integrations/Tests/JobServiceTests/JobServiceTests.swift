@@ -58,7 +58,8 @@ import Testing
                 firstRefused = true
             } else if firstRefused {
                 acceptedAfterRefusal += 1
-            } else if status == 202 {
+            } else if status == 202, Date().timeIntervalSince(signalled) > 2 {
+                // (Within the first moments, the service may not have received the signal yet.)
                 Issue.record("a job posted \(Date().timeIntervalSince(signalled)) s after SIGTERM was accepted")
             }
         }

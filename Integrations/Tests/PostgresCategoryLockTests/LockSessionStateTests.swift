@@ -51,7 +51,11 @@ import Testing
 
     @Test func failuresThatAlternateWithConnections_stillGiveUpOnceTheyLastTheTimeout() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             var gaveUp: (any Error)?
             for second in 0..<20 where gaveUp == nil {
@@ -76,7 +80,11 @@ import Testing
 
     @Test func aServerThatAnswers_startsTheTimeoutAgain() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             for second in 0..<30 {
                 let now = UInt64(second) * 1_000_000_000
@@ -96,7 +104,11 @@ import Testing
 
     @Test func aConnectionLostWhileWaitingInLine_isGivenUpOn_onceNoneCameForTheTimeout() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
             let giveUp: ((any Error)?) -> any Error = { $0 ?? Unreachable() }
@@ -131,7 +143,11 @@ import Testing
 
     @Test func aConnectedSessionTheServerFallsSilentTo_isGivenUpOn_onceSilentForTheTimeout() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
             _ = state.connected(now: seconds(1))
@@ -157,9 +173,42 @@ import Testing
         #expect(error is Unreachable)
     }
 
+    @Test func aClockReadBeforeTheLastAnswerWasRecorded_countsAsNoSilence() async {
+        let result = await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            _ = state.started(holder: noTask(), timer: noTask())
+            _ = state.connected(now: 5_000_000_000)
+            state.serverAnswered(now: 9_000_000_000)
+            // The timer read the clock at 8.9 s, before the answer of 9 s took the lock.
+            guard case .checkAgain = state.timerFired(now: 8_900_000_000, unavailableTimeout: 10, { _ in Unreachable() }) else {
+                Issue.record("a reading older than the last answer must not count as a long silence")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            guard case .retry = state.attemptFailed(Unreachable(), now: 9_500_000_000, unavailableTimeout: 10),
+                  case .retry = state.attemptFailed(Unreachable(), now: 9_400_000_000, unavailableTimeout: 10) else {
+                Issue.record("a failure read before the first one must not give up")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            guard case let .fail(waiter, error, _) = state.abandon(with: CancellationError()) else { return }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is CancellationError)
+    }
+
     @Test func aSessionThatNeverConnected_isGivenUpOn_whenTheTimerFirstFires() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             guard case let .giveUp(.fail(waiter, error, _)) = state.timerFired(now: 10_000_000_000, unavailableTimeout: 10, { _ in Unreachable() }) else {
                 Issue.record("expected to give up")
@@ -174,7 +223,11 @@ import Testing
 
     @Test func aLeaseLostOnce_isReportedOnce_andNotAfterItsRelease() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             let connected = state.connected(now: 0)
             #expect(connected)
@@ -201,7 +254,11 @@ import Testing
 
     @Test func aReleasedLease_isNeverReportedLost() async {
         let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else { return }
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
             _ = state.started(holder: noTask(), timer: noTask())
             let connected = state.connected(now: 0)
             #expect(connected)

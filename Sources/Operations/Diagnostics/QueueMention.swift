@@ -81,7 +81,10 @@ final class QueueMention: Sendable {
 
     /// The queue starts with Foundation's default name, `name`.
     func startNamed(_ name: String?) {
-        names.withLock { $0.name = name }
+        names.withLock { names in
+            names.name = name
+            names.isGiven = false
+        }
     }
 
     func attach(to group: GroupOperation) {

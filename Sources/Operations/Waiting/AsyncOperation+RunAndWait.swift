@@ -18,10 +18,10 @@ extension AsyncOperation {
     ///   it is then cancelled with that error and may still be finishing. And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
     ///   the main thread for an operation on the main queue, inside an operation of `queue`
-    ///   when every concurrency slot of `queue` is held by an operation waiting like this, in
-    ///   the operation itself as it executes on a serial queue (it would wait for itself), or on
+    ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
     ///   the thread delivering this operation's own finish (in an observer's
-    ///   `operationDidFinish`, say).
+    ///   `operationDidFinish`, say). An operation that waits for itself from its own `execute()`
+    ///   is not detected (another thread may finish it): `timeout` bounds that wait.
     ///
     /// ```swift
     /// let sync = AsyncBlockOperation { finish in
@@ -54,14 +54,6 @@ extension AsyncOperation {
             throw AsyncOperationError.waitWouldDeadlock(
                 operation: displayName,
                 reason: "this thread is delivering its finish (to an observer, or to its progress's observers), which completes only once the wait returns; its errors are final: read them instead"
-            )
-        }
-        if start.phase == .executing, let queue = start.queue, queue.maxConcurrentOperationCount == 1, OperationQueue.current === queue {
-            // The only operation a serial queue runs is this one: the call comes from its own
-            // execution, which cannot finish while it waits.
-            throw AsyncOperationError.waitWouldDeadlock(
-                operation: displayName,
-                reason: "it executes on this thread, in the only slot of its serial queue '\(queue.name ?? String(describing: type(of: queue)))': it would wait for itself"
             )
         }
         let isNew = start.phase == .initialized

@@ -278,40 +278,6 @@ struct BridgeProbeTests {
         #expect((try? answer.runAndWait(timeout: 0)) == 5)
     }
 
-    // runAndWait(on:timeout:): it throws `waitWouldDeadlock` "in the operation itself as it executes
-    // on a serial queue (it would wait for itself)". README: `waitWouldDeadlock` is thrown where
-    // "the wait could never end (... a queue waiting for itself)".
-    @Test
-    func runAndWaitInsideAnOperation_forItselfOnASerialQueue_throwsWaitWouldDeadlock() {
-        // Given an operation on a serial queue that waits for itself as it executes
-        let queue = AsyncOperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        let name = uniqueName("waits-for-itself")
-        let thrown = Recorder<any Error>()
-        let returned = Counter()
-        let operation = ClosureOperation(name: name) { operation in
-            do {
-                try operation.runAndWait(timeout: 5)
-                returned.increment()
-            } catch {
-                thrown.append(error)
-            }
-            operation.finish()
-        }
-
-        // When it runs
-        queue.addOperation(operation)
-
-        // Then the wait threw waitWouldDeadlock, not a timeout
-        #expect(waitUntilFinished([operation]))
-        #expect(returned.current == 0)
-        if let error = thrown.all.first as? AsyncOperationError, case let .waitWouldDeadlock(operation, _) = error {
-            #expect(operation == name)
-        } else {
-            Issue.record("expected waitWouldDeadlock, got \(thrown.all)")
-        }
-    }
-
     // runAndWait(on:timeout:): "One that is already on a queue ... is not added again: the call
     // waits for it where it is"; "inside an operation of `queue` when every concurrency slot of
     // `queue` is held by an operation waiting like this" it throws `waitWouldDeadlock`, "before
