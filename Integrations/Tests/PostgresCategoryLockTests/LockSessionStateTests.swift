@@ -28,6 +28,19 @@ import Testing
         }
     }
 
+    /// `withWaiter`, the waiter waiting and the session's tasks started before `body` runs.
+    private func withStartedSession(_ body: @escaping (inout LockSessionState, LockSessionState.Waiter) -> Void) async -> Result<any CategoryLease, any Error> {
+        await withWaiter { state, waiter in
+            guard case .start = state.wait(with: waiter) else {
+                Issue.record("expected the session to start")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            _ = state.started(holder: noTask(), timer: noTask())
+            body(&state, waiter)
+        }
+    }
+
     @Test func aCancellationThatComesBeforeTheWait_failsTheWaiterAtOnce_andStartsNothing() async {
         let result = await withWaiter { state, waiter in
             guard case .none = state.abandon(with: CancellationError()) else {
@@ -50,13 +63,7 @@ import Testing
     }
 
     @Test func failuresThatAlternateWithConnections_stillGiveUpOnceTheyLastTheTimeout() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             var gaveUp: (any Error)?
             for second in 0..<20 where gaveUp == nil {
                 let now = UInt64(second) * 1_000_000_000
@@ -79,13 +86,7 @@ import Testing
     }
 
     @Test func aServerThatAnswers_startsTheTimeoutAgain() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             for second in 0..<30 {
                 let now = UInt64(second) * 1_000_000_000
                 let connected = state.connected(now: now)
@@ -103,13 +104,7 @@ import Testing
     }
 
     @Test func aConnectionLostWhileWaitingInLine_isGivenUpOn_onceNoneCameForTheTimeout() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
             let giveUp: ((any Error)?) -> any Error = { $0 ?? Unreachable() }
             _ = state.connected(now: 0)
@@ -142,13 +137,7 @@ import Testing
     }
 
     @Test func aConnectedSessionTheServerFallsSilentTo_isGivenUpOn_onceSilentForTheTimeout() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             let seconds: (UInt64) -> UInt64 = { $0 * 1_000_000_000 }
             _ = state.connected(now: seconds(1))
             state.serverAnswered(now: seconds(3))
@@ -174,13 +163,7 @@ import Testing
     }
 
     @Test func aClockReadBeforeTheLastAnswerWasRecorded_countsAsNoSilence() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             _ = state.connected(now: 5_000_000_000)
             state.serverAnswered(now: 9_000_000_000)
             // The timer read the clock at 8.9 s, before the answer of 9 s took the lock.
@@ -203,13 +186,7 @@ import Testing
     }
 
     @Test func aSessionThatNeverConnected_isGivenUpOn_whenTheTimerFirstFires() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             guard case let .giveUp(.fail(waiter, error, _)) = state.timerFired(now: 10_000_000_000, unavailableTimeout: 10, { _ in Unreachable() }) else {
                 Issue.record("expected to give up")
                 waiter.resume(throwing: NotSettled())
@@ -222,13 +199,7 @@ import Testing
     }
 
     @Test func aLeaseLostOnce_isReportedOnce_andNotAfterItsRelease() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             let connected = state.connected(now: 0)
             #expect(connected)
             guard case let .resume(waiter, _) = state.granted() else {
@@ -253,13 +224,7 @@ import Testing
     }
 
     @Test func aReleasedLease_isNeverReportedLost() async {
-        let result = await withWaiter { state, waiter in
-            guard case .start = state.wait(with: waiter) else {
-                Issue.record("expected the session to start")
-                waiter.resume(throwing: NotSettled())
-                return
-            }
-            _ = state.started(holder: noTask(), timer: noTask())
+        let result = await withStartedSession { state, waiter in
             let connected = state.connected(now: 0)
             #expect(connected)
             guard case let .resume(waiter, _) = state.granted() else { return }
