@@ -53,9 +53,13 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// Does the operation's work. Override it, and call `finish(with:)` when the work is done.
     ///
-    /// Called once, on the thread Foundation's queue starts the operation on, after
-    /// `operationDidStart` has reached every observer. The default calls `main()` and then
-    /// finishes, so a subclass that overrides `main()` behaves like a synchronous operation.
+    /// Called once, after `operationDidStart` has reached every observer. On an
+    /// `AsyncOperationQueue`, on the thread Foundation's queue starts the operation on (its
+    /// `underlyingQueue`, with `OperationQueue.current` the queue). Started by hand or by a plain
+    /// `OperationQueue`, on the thread that let it through: the one that called `start()` if
+    /// nothing held it back, otherwise the one that answered its last condition or freed the
+    /// category it waited for. The default calls `main()` and then finishes, so a subclass that
+    /// overrides `main()` behaves like a synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
     open func execute() {
         main()
@@ -143,7 +147,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation is on an `AsyncOperationQueue`.
     ///
     /// Called by hand (or by a plain `OperationQueue`), the operation evaluates its conditions and
-    /// waits for its categories itself, then executes. Started by hand before its dependencies
+    /// waits for its categories itself, then executes, on the thread that let it through (see
+    /// `execute()`): to keep execution on a queue's threads, add it to an `AsyncOperationQueue`.
+    /// Started by hand before its dependencies
     /// finished, it finishes with `AsyncOperationError.startedBeforeDependenciesFinished`.
     public final override func start() {
         withExtendedLifetime(self) {
@@ -303,6 +309,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             exclusivity.release(remains.categoriesToRelease)
         }
         remains.queue?.operationDidFinish(self, ticket: remains.linePlace.ticket, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
+        // Dependents first, as Foundation makes its own ready before its queue lets go of the
+        // operation: released together, they reach Foundation while its slot is still taken, and
+        // the slot then goes to the highest priority among them, not to the first one told.
+        if !remains.dependents.isEmpty {
+            notifyDependents(remains.dependents)
+        }
         #if canImport(Darwin)
         didChangeValue(forKey: ObservedKey.isExecuting) // pairs the will above, executed or not
         #endif
@@ -310,9 +322,6 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         remains.queue?.operationDidLeave()
         for watcher in remains.watchers {
             DependencyWatcher.stop(watcher)
-        }
-        if !remains.dependents.isEmpty {
-            notifyDependents(remains.dependents)
         }
         DeferredRelease.release(&remains.released)
     }

@@ -42,6 +42,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var logger: (any OperationLogger)? {
             didSet { isLogging = logger != nil }
         }
+        /// The quality of service set on the queue, if one was: blocks added with
+        /// `addOperation(_:)` take it, as Foundation's do.
+        var qualityOfService: QualityOfService?
         // What each add reads first: most queues have no delegate, group or logger, and reading
         // a weak reference or copying an optional existential costs far more than a flag.
         private(set) var delegateWasSet = false
@@ -64,7 +67,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// What an add of generation `generation` reads as it begins, its operations waiting for
         /// `barrier`. (A method, so that the state is read in place: a copy would cost every add.)
         func addContext(barrier: Operation?, generation: UInt64, groupBeingCreated: Bool) -> AddContext {
-            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended
+            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended || !scheduler.slotLine.isEmpty
             return AddContext(
                 delegate: settings.delegateIfSet,
                 barrier: barrier,
@@ -290,9 +293,25 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// Wraps `block` in a `BlockOperation` and adds it.
+    /// Wraps `block` in a `BlockOperation` and adds it. If the queue's `qualityOfService` was
+    /// set, the operation takes it (and, on a queue that is not serial, the priority it stands
+    /// for), as Foundation's own queue does.
     open override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        addOperation(BlockOperation(block: block))
+        let operation = BlockOperation(block: block)
+        if let quality = state.withLock({ $0.settings.qualityOfService }) {
+            operation.qualityOfService = quality
+        }
+        addOperation(operation)
+    }
+
+    /// The service level of the queue's operations, as Foundation's; a block added with
+    /// `addOperation(_:)` takes it once it was set.
+    open override var qualityOfService: QualityOfService {
+        get { super.qualityOfService }
+        set {
+            super.qualityOfService = newValue
+            state.withLock { $0.settings.qualityOfService = newValue }
+        }
     }
 
     /// Runs `barrier` once every operation added before it has finished, and before any operation
@@ -314,7 +333,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if let previous {
             barrierOperation.addDependency(previous) // barriers placed one after another keep their order
         }
-        for operation in allOperations where !operation.dependencies.contains(where: { $0 === barrierOperation }) {
+        for operation in allOperations(includingBarriers: true) where !operation.dependencies.contains(where: { $0 === barrierOperation }) {
             barrierOperation.addDependency(operation)
         }
         barrierOperation.addObserver(BarrierRelease(queue: self))
@@ -338,8 +357,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let logger: (any OperationLogger)?
         /// Whether `logger` is set: checked per operation without copying the logger out.
         let isLogging: Bool
-        /// Serial or suspended when the add began: each operation asks the scheduler whether it
-        /// waits in line (otherwise none does, and the check is skipped).
+        /// Serial or suspended when the add began, or operations waited for a slot: each
+        /// operation asks the scheduler whether it waits in line (otherwise none does, and the
+        /// check is skipped).
         let mayWaitInLine: Bool
         /// Whether none of the operations can run before the add ends (they reach Foundation
         /// with its batch, or the group they join cannot start meanwhile): a group then counts
@@ -527,11 +547,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// a serial queue it goes through the outbox, so that it never overtakes an operation let
     /// through a moment earlier by another thread.
     private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
-        guard context.mayWaitInLine else {
+        // An operation of the add held before this one may be waiting for a slot by now.
+        guard context.mayWaitInLine || batch.reservedHeldRoom else {
             batch.operations.append(operation)
             return
         }
-        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+        let priority = operation.queuePriority // read unlocked: a subclass may override it
+        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket, priority: priority) }) {
         case .handOff:
             batch.operations.append(operation)
         case var .kept(letThrough):
@@ -594,9 +616,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
     /// its turn comes (or, with `needsSlot`, a slot frees up).
     func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Turn {
-        state.withLock { state in
+        let priority = needsSlot ? operation.queuePriority : .normal // read unlocked: a subclass may override it
+        return state.withLock { state in
             Turn(
-                passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot),
+                passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot, priority: priority),
                 group: state.settings.groupIfSet,
                 lineRoot: state.settings.lineRoot
             )
@@ -625,13 +648,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Parks `operation` if the queue is suspended or has no free slot;
     /// `continueTowardsExecution()` is called when it may go on.
     func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> QueueScheduler.Passage {
-        state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket) }
+        let priority = operation.queuePriority // read unlocked: a subclass may override it
+        return state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket, priority: priority) }
     }
 
     /// Gives an operation that is cleared to run to Foundation's queue, unless it holds categories
-    /// and the queue is suspended or out of slots (then it gives them back and waits).
+    /// and the queue is suspended or out of slots (then it gives them back and waits), or it would
+    /// overtake operations waiting for a slot (then it waits with them, by its priority).
     func handOff(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) {
-        switch state.withLock({ $0.scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: holdsCategories) }) {
+        let priority = holdsCategories ? .normal : operation.queuePriority // read unlocked: a subclass may override it
+        switch state.withLock({ $0.scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: holdsCategories, priority: priority) }) {
         case let .handOff(letThrough):
             perform(letThrough)
         case .giveBackCategories:
@@ -642,7 +668,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private func perform(_ letThrough: QueueScheduler.LetThrough) {
         if !letThrough.handOff.isEmpty {
             giveToFoundation(letThrough.handOff)
-            state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }
+            state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }.signal()
         }
         if letThrough.deliversOutbox {
             deliverOutbox()
@@ -668,19 +694,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func perform(_ departure: QueueScheduler.Departure) {
         perform(departure.letThrough)
-        for waiter in departure.idleWaiters {
-            waiter.signal()
-        }
+        departure.idleWaiters.signal()
     }
 
     /// Gives the serial queue's outbox to Foundation, in order, until it is empty: this thread is
     /// its one deliverer meanwhile.
     private func deliverOutbox() {
-        var next = state.withLock { $0.scheduler.takeOutbox(given: []) }
-        while !next.isEmpty {
-            giveToFoundation(SmallArray(next))
-            next = state.withLock { $0.scheduler.takeOutbox(given: next) }
-        }
+        var given: [Operation] = []
+        repeat {
+            let delivery = state.withLock { [given] in $0.scheduler.takeOutbox(given: given) }
+            delivery.idleWaiters.signal()
+            given = delivery.next
+            giveToFoundation(SmallArray(given))
+        } while !given.isEmpty
     }
 
     private var isForwardingToFoundation: Bool {
@@ -796,7 +822,20 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Foundation's queue has been given (swift-corelibs-foundation declares them where Swift
     /// cannot override them, and one answer on every platform beats two): use `allOperations` and
     /// `allOperationCount` for the whole picture.
+    ///
+    /// As Foundation's lists, it leaves out the operation behind `addBarrierBlock(_:)`.
     public var allOperations: [Operation] {
+        allOperations(includingBarriers: false)
+    }
+
+    /// Every unfinished operation on the queue, in add order; with `includingBarriers`, the
+    /// operations behind `addBarrierBlock(_:)` too (what a cancel or a shut-down reaches).
+    func allOperations(includingBarriers: Bool) -> [Operation] {
+        let listed = allOperationsIncludingBarriers
+        return includingBarriers ? listed : listed.filter { !($0 is QueueBarrier) }
+    }
+
+    private var allOperationsIncludingBarriers: [Operation] {
         let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
         guard !waiting.isEmpty else { return running }
@@ -832,10 +871,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     public var allOperationCount: Int {
         let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
-        guard !waiting.isEmpty else { return running.count }
         // An operation being handed off is briefly in both lists: count it once.
-        var seen = Set(waiting.map(ObjectIdentifier.init))
-        return waiting.count + running.reduce(0) { $0 + (seen.insert(ObjectIdentifier($1)).inserted ? 1 : 0) }
+        var seen = Set<ObjectIdentifier>()
+        return (waiting + running).reduce(0) { count, operation in
+            count + (!(operation is QueueBarrier) && seen.insert(ObjectIdentifier(operation)).inserted ? 1 : 0)
+        }
     }
 
 
@@ -845,7 +885,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// without executing when the queue gets to it, as on Foundation's own queue.
     open override func cancelAllOperations() {
         // Latest first, so no dependent is released to run by the cancellation of what it waits for.
-        for operation in allOperations.reversed() {
+        for operation in allOperations(includingBarriers: true).reversed() {
             operation.cancel()
         }
     }
@@ -857,7 +897,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         repeat {
             waitUntilNoAsyncOperationIsUnfinished()
             super.waitUntilAllOperationsAreFinished() // plain operations, and Foundation's last word
-        } while state.withLock({ $0.scheduler.unfinished }) > 0
+        } while !state.withLock({ $0.scheduler.isIdle })
     }
 
     /// A barrier finished: later operations no longer wait for it.

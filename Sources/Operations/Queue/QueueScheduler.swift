@@ -17,9 +17,12 @@ import Foundation
 ///   order, once the queue resumes.
 /// - An operation that needs mutually exclusive categories asks for them only when the queue has
 ///   a free **slot** (fewer of its operations with Foundation than `maxConcurrentOperationCount`):
-///   otherwise it waits in the *slot line*, holding no category, and goes on, in add order, as
-///   slots free up. So a category is never held by an operation that cannot start, while the
-///   operation that could use it (say, the child of a group holding the queue's only slot) waits.
+///   otherwise it waits in the *slot line*, holding no category, and goes on as slots free up,
+///   as Foundation starts ready operations: by `queuePriority`, then in add order. So a category
+///   is never held by an operation that cannot start, while the operation that could use it (say,
+///   the child of a group holding the queue's only slot) waits. While any wait there, an
+///   `AsyncOperation` cleared to run without categories joins them (at Foundation it would take
+///   the next slot first, whatever the priorities).
 /// - On a serial queue, every hand-off to Foundation passes through one *outbox*, delivered by one
 ///   thread at a time in the order the scheduler decided, so threads that let operations through
 ///   at the same moment (an add, a resume, a grant) never overtake each other at Foundation.
@@ -89,8 +92,10 @@ struct QueueScheduler {
     private(set) var held = HeldOperations()
     /// Operations waiting for their turn or for the queue to resume, by ticket.
     private(set) var line = WaitingLine()
-    /// Operations that need categories, waiting for a free slot, by ticket.
-    private(set) var slotLine = WaitingLine()
+    /// Operations waiting for a free slot, by priority and then ticket: those that need
+    /// categories, and, while any of those wait, operations cleared to run that would otherwise
+    /// overtake them at Foundation.
+    private(set) var slotLine = SlotLine()
     /// A serial queue's hand-offs not yet given to Foundation, in order, delivered by one thread
     /// at a time.
     private(set) var outbox = SerialDrain<Operation>()
@@ -107,8 +112,11 @@ struct QueueScheduler {
     /// Held `AsyncOperation`s on their way to Foundation (in a hand-off list or the outbox): they
     /// count as taking a slot already.
     private(set) var handingOff = 0
-    /// Threads in `waitUntilAllOperationsAreFinished()`, woken when `unfinished` drops to 0.
-    private(set) var idleWaiters: [DispatchSemaphore] = []
+    /// Plain operations the scheduler keeps (in line, or in the outbox) and has not given to
+    /// Foundation yet: a wait for the queue waits for them too, as Foundation's would.
+    private(set) var keptPlain = 0
+    /// Threads in `waitUntilAllOperationsAreFinished()`, woken once the scheduler is idle.
+    private(set) var idleWaiters = IdleWaiters()
     /// The latest barrier that has not finished: everything added after it waits for it.
     private(set) var barrier: Operation?
     /// Counts barriers placed; an add remembers the generation it began in.
@@ -199,15 +207,22 @@ struct QueueScheduler {
     /// without dependencies or conditions): to Foundation now, or in line: for the queue to resume
     /// (so that a queue made serial meanwhile still starts everything in add order), or for its
     /// turn on a serial queue.
-    mutating func admitReady(_ operation: Operation, ticket: UInt64) -> AdmitAction {
+    /// An `AsyncOperation` with every slot taken also waits, in the slot line by `priority`, if
+    /// operations wait there: at Foundation it would start before them.
+    mutating func admitReady(_ operation: Operation, ticket: UInt64, priority: Operation.QueuePriority = .normal) -> AdmitAction {
         let waits = isSuspended || isSerial && (!inProgress.isEmpty || !line.isEmpty)
-        guard waits || usesOutbox else { return .handOff }
+        let waitsForSlot = !waits && operation is AsyncOperation && wouldOvertakeSlotLine(counting: 1)
+        guard waits || waitsForSlot || usesOutbox else { return .handOff }
         if let operation = operation as? AsyncOperation {
             held.insert(operation) // until it is delivered
+        } else {
+            keptPlain += 1 // until it is delivered
         }
         var letThrough = LetThrough()
         if waits {
             insert(.handOff(operation, ticket: ticket))
+        } else if waitsForSlot {
+            slotLine.insert(.handOff(operation, ticket: ticket), priority: priority)
         } else {
             send(operation, into: &letThrough)
         }
@@ -246,12 +261,20 @@ struct QueueScheduler {
         return .heldWithTurn
     }
 
-    /// Operations were given to Foundation: they are no longer held. (They stay held until
-    /// Foundation lists them, so that `allOperations` and barriers always see them.)
-    mutating func gaveToFoundation(_ operations: some Sequence<Operation>) {
-        for case let operation as AsyncOperation in operations where held.remove(operation) {
-            handingOff -= 1 // it was on its way from the scheduler (not from an add's batch)
+    /// Operations the scheduler let through were given to Foundation: they are no longer held.
+    /// (They stay held until Foundation lists them, so that `allOperations` and barriers always
+    /// see them.) Returns the threads to wake if nothing is left to wait for.
+    mutating func gaveToFoundation(_ operations: some Sequence<Operation>) -> IdleWaiters {
+        for operation in operations {
+            if let operation = operation as? AsyncOperation {
+                if held.remove(operation) {
+                    handingOff -= 1 // it was on its way from the scheduler (not from an add's batch)
+                }
+            } else {
+                keptPlain -= 1 // a plain operation reaches Foundation only from the scheduler's line or outbox
+            }
         }
+        return takeIdleWaitersIfIdle()
     }
 
     /// Everything admitted and not given to Foundation yet: held operations and plain ones
@@ -274,6 +297,13 @@ struct QueueScheduler {
         width < 0 || unfinished - held.count + handingOff < width
     }
 
+    /// Whether an `AsyncOperation` cleared to run would overtake operations waiting in the slot
+    /// line if it went to Foundation now: some wait there, and every slot is taken. `unheld`:
+    /// 1 if the operation is counted as on its way to Foundation already (being added), not held.
+    private func wouldOvertakeSlotLine(counting unheld: Int = 0) -> Bool {
+        !slotLine.isEmpty && !isSerial && width >= 0 && unfinished - unheld - held.count + handingOff >= width
+    }
+
     /// Whether an operation may ask for its categories now: the queue runs and has a free slot.
     var mayTakeCategories: Bool {
         !isSuspended && hasFreeSlot
@@ -293,7 +323,7 @@ struct QueueScheduler {
     /// An operation's dependencies finished: it may go on to its conditions (or categories) now,
     /// or waits in line and is let through later. `needsSlot`: it needs categories, so it also
     /// waits for a free slot (it asks for them as soon as its conditions pass).
-    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Passage {
+    mutating func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false, priority: Operation.QueuePriority = .normal) -> Passage {
         if !inProgress.contains(ticket) {
             guard mayGiveTurn else {
                 insert(.proceed(operation, ticket: ticket))
@@ -305,7 +335,7 @@ struct QueueScheduler {
             return .parked
         }
         guard needsSlot, !hasFreeSlot else { return .proceed }
-        slotLine.insert(.proceed(operation, ticket: ticket)) // still under way: keeps its turn
+        slotLine.insert(.proceed(operation, ticket: ticket), priority: priority) // still under way: keeps its turn
         return .parked
     }
 
@@ -317,13 +347,13 @@ struct QueueScheduler {
 
     /// An operation is about to ask for its categories: it parks if the queue is suspended
     /// (until it resumes) or has no free slot (until one frees up).
-    mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> Passage {
+    mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64, priority: Operation.QueuePriority = .normal) -> Passage {
         if isSuspended {
             insert(.proceed(operation, ticket: ticket))
             return .parked
         }
         guard !hasFreeSlot else { return .proceed }
-        slotLine.insert(.proceed(operation, ticket: ticket))
+        slotLine.insert(.proceed(operation, ticket: ticket), priority: priority)
         return .parked
     }
 
@@ -336,13 +366,19 @@ struct QueueScheduler {
         case giveBackCategories
     }
 
-    /// An operation is cleared to run (its conditions passed, its categories are held).
-    mutating func clearedToRun(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) -> HandOffAction {
+    /// An operation is cleared to run (its conditions passed, its categories are held). One that
+    /// holds none waits in the slot line, by `priority`, if it would overtake operations waiting
+    /// there (it holds its turn no longer: it needs nothing but a slot).
+    mutating func clearedToRun(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool, priority: Operation.QueuePriority = .normal) -> HandOffAction {
         if holdsCategories && !mayTakeCategories {
             return .giveBackCategories
         }
         var letThrough = LetThrough()
-        send(operation, into: &letThrough)
+        if !holdsCategories && wouldOvertakeSlotLine() {
+            slotLine.insert(.handOff(operation, ticket: ticket), priority: priority)
+        } else {
+            send(operation, into: &letThrough)
+        }
         if inProgress.remove(ticket) {
             drain(into: &letThrough)
         }
@@ -372,10 +408,26 @@ struct QueueScheduler {
         return letThrough
     }
 
+    /// Threads in `waitUntilAllOperationsAreFinished()`, to wake once nothing is left.
+    struct IdleWaiters {
+        private(set) var semaphores: [DispatchSemaphore] = []
+
+        mutating func append(_ semaphore: DispatchSemaphore) {
+            semaphores.append(semaphore)
+        }
+
+        /// Wakes every one of them (after unlocking).
+        func signal() {
+            for semaphore in semaphores {
+                semaphore.signal()
+            }
+        }
+    }
+
     /// What follows an operation's leaving.
     struct Departure {
         /// Threads in `waitUntilAllOperationsAreFinished()` to wake: nothing is left.
-        var idleWaiters: [DispatchSemaphore] = []
+        var idleWaiters = IdleWaiters()
         /// Its slot is free: operations waiting for one go on.
         var letThrough = LetThrough()
     }
@@ -385,10 +437,20 @@ struct QueueScheduler {
         unfinished -= 1
         var departure = Departure()
         drainSlotLine(into: &departure.letThrough)
-        guard unfinished == 0 else { return departure }
-        departure.idleWaiters = idleWaiters
-        idleWaiters = []
+        departure.idleWaiters = takeIdleWaitersIfIdle()
         return departure
+    }
+
+    /// Whether nothing the scheduler counts is left: no `AsyncOperation` unfinished, no plain
+    /// operation kept from Foundation. (Foundation's own queue may still run plain operations.)
+    var isIdle: Bool {
+        unfinished == 0 && keptPlain == 0
+    }
+
+    private mutating func takeIdleWaitersIfIdle() -> IdleWaiters {
+        guard isIdle, !idleWaiters.semaphores.isEmpty else { return IdleWaiters() }
+        defer { idleWaiters = IdleWaiters() }
+        return idleWaiters
     }
 
     // MARK: - The outbox (serial queues)
@@ -412,25 +474,35 @@ struct QueueScheduler {
         }
     }
 
-    /// The deliverer gave `given` to Foundation: they are no longer held. Returns what to deliver
-    /// next, in order; empty when the outbox is empty, and then nobody delivers any more.
-    mutating func takeOutbox(given: [Operation]) -> [Operation] {
-        gaveToFoundation(given)
-        guard case let .items(next) = outbox.takeNext() else { return [] }
-        return next
+    /// What the outbox's deliverer does next.
+    struct OutboxDelivery {
+        /// What to give Foundation next, in order; empty when the outbox is empty, and then
+        /// nobody delivers any more.
+        var next: [Operation] = []
+        /// Threads to wake: what was given was the last thing left.
+        var idleWaiters = IdleWaiters()
+    }
+
+    /// The deliverer gave `given` to Foundation: they are no longer held.
+    mutating func takeOutbox(given: [Operation]) -> OutboxDelivery {
+        var delivery = OutboxDelivery(idleWaiters: gaveToFoundation(given))
+        if case let .items(next) = outbox.takeNext() {
+            delivery.next = next
+        }
+        return delivery
     }
 
     /// What a thread that waits for the queue to be idle does.
     enum IdleWait {
-        /// No `AsyncOperation` is unfinished: nothing to wait for.
+        /// Nothing the scheduler counts is left (`isIdle`): nothing to wait for.
         case idle
-        /// Wait on this; it is signalled once none is left.
+        /// Wait on this; it is signalled once nothing is left.
         case wait(DispatchSemaphore)
     }
 
-    /// A thread waits until no `AsyncOperation` is unfinished.
+    /// A thread waits until the scheduler is idle (`isIdle`).
     mutating func waitForIdle() -> IdleWait {
-        guard unfinished > 0 else { return .idle }
+        guard !isIdle else { return .idle }
         let waiter = DispatchSemaphore(value: 0)
         idleWaiters.append(waiter)
         return .wait(waiter)

@@ -102,7 +102,7 @@ final class QueueShutdown: @unchecked Sendable {
     /// a suspended queue run again so that they can finish.
     private func sweep(cancelRunning: Bool) {
         guard let queue else { return }
-        let operations = queue.allOperations
+        let operations = queue.allOperations(includingBarriers: true)
         for operation in operations {
             listen(to: operation, on: queue)
         }
@@ -133,7 +133,7 @@ final class QueueShutdown: @unchecked Sendable {
 
     private func cancelEverything() {
         guard let queue else { return }
-        for operation in queue.allOperations.reversed() {
+        for operation in queue.allOperations(includingBarriers: true).reversed() {
             cancel(operation, evenIfRunning: true)
         }
     }

@@ -36,6 +36,9 @@ private enum Stage: Equatable, CustomStringConvertible {
     case acquiring
     /// Given back its category (its queue was suspended, or had no free slot), about to park.
     case givingBack
+    /// Cleared to run without a category, waiting in the slot line behind operations that need
+    /// one (it would overtake them at Foundation): its operation counts itself handed off.
+    case waitingForSlot
     case handedOff
     /// Handed off, finished, and let go of by Foundation: its slot is free again.
     case left
@@ -49,6 +52,7 @@ private enum Stage: Equatable, CustomStringConvertible {
         case .evaluatingConditions: "cond"
         case .acquiring: "acq"
         case .givingBack: "back"
+        case .waitingForSlot: "slot"
         case .handedOff: "off"
         case .left: "left"
         case .finishedBeforeHandOff: "fin"
@@ -111,12 +115,12 @@ private struct SchedulerModel {
             violations.append("let operations go on while suspended")
         }
         handOff(letThrough.handOff)
-        scheduler.gaveToFoundation(letThrough.handOff)
+        _ = scheduler.gaveToFoundation(letThrough.handOff)
         if letThrough.deliversOutbox {
-            var next = scheduler.takeOutbox(given: [])
+            var next = scheduler.takeOutbox(given: []).next
             while !next.isEmpty {
                 handOff(next)
-                next = scheduler.takeOutbox(given: next)
+                next = scheduler.takeOutbox(given: next).next
             }
         }
         for operation in letThrough.proceed {
@@ -191,6 +195,12 @@ private struct SchedulerModel {
                 violations.append("op\(index) handed off holding a category with every slot taken")
             }
             perform(letThrough)
+            if !holdsCategories && stages[index] != .handedOff {
+                if !scheduler.slotLine.contains(ticket: ticket(index)) {
+                    violations.append("op\(index) cleared to run, neither handed off nor waiting for a slot")
+                }
+                stages[index] = .waitingForSlot
+            }
         case .giveBackCategories:
             if !scheduler.isSuspended && (busy < width || width < 0) {
                 violations.append("op\(index) gave back its category on a running queue with a free slot")
@@ -255,7 +265,7 @@ private struct SchedulerModel {
             stages[index] = .inLine
             switch scheduler.admitReady(operation, ticket: ticket(index)) {
             case .handOff:
-                perform(QueueScheduler.LetThrough(handOff: [operation]))
+                handOff([operation]) // with the add's batch, not through the scheduler
             case let .kept(letThrough):
                 perform(letThrough)
             }
@@ -367,6 +377,7 @@ private struct SchedulerModel {
         }, "stuck: \(stages) after \(trail)")
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
         #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")
+        #expect(scheduler.isIdle, "a wait for the queue would not end after \(trail)")
     }
 }
 

@@ -50,4 +50,60 @@ import Testing
         }
         #expect(scheduler.admissions.isEmpty && scheduler.pendingBarriers.isEmpty, "nothing is left in flight")
     }
+
+    /// A plain operation kept in line by a suspended queue keeps a wait for the queue waiting, as
+    /// Foundation's own queue would, until it reaches Foundation.
+    @Test func plainOperationKeptWhileSuspended_keepsTheSchedulerBusyUntilGivenToFoundation() {
+        var scheduler = QueueScheduler()
+        _ = scheduler.setSuspended(true)
+        let plain = BlockOperation {}
+        guard case .kept = scheduler.admitReady(plain, ticket: 1) else {
+            Issue.record("expected a suspended queue to keep the operation")
+            return
+        }
+        guard case let .wait(idle) = scheduler.waitForIdle() else {
+            Issue.record("expected a wait for the queue to wait for the kept operation")
+            return
+        }
+        let letThrough = scheduler.setSuspended(false)
+        #expect(letThrough.handOff.count == 1 && letThrough.handOff[0] === plain)
+        #expect(!scheduler.isIdle, "busy until Foundation has it")
+        let woken = scheduler.gaveToFoundation(letThrough.handOff)
+        #expect(scheduler.isIdle)
+        #expect(woken.semaphores.count == 1 && woken.semaphores[0] === idle)
+    }
+
+    /// While an operation needing categories waits for a slot, one cleared to run later, of no
+    /// higher priority, waits behind it instead of taking the slot at Foundation first; one of a
+    /// higher priority goes ahead of it.
+    @Test func operationClearedToRunWhileOthersWaitForASlot_queuesBehindThemByPriority() {
+        var scheduler = QueueScheduler()
+        _ = scheduler.setWidth(1 + 1)
+        let running = (0..<2).map { _ in AsyncOperation() }
+        let waiting = AsyncOperation()
+        let later = AsyncOperation()
+        let urgent = AsyncOperation()
+        _ = scheduler.beginAdmission(counting: 5)
+        for (ticket, operation) in running.enumerated() {
+            _ = scheduler.admitReady(operation, ticket: UInt64(ticket + 1)) // with the add's batch
+        }
+        for operation in [waiting, later, urgent] {
+            _ = scheduler.admitHeld(operation)
+        }
+        #expect(scheduler.requestTurn(for: waiting, ticket: 3, needsSlot: true) == .parked)
+        for (operation, ticket, priority) in [(later, UInt64(4), Operation.QueuePriority.normal), (urgent, 5, .veryHigh)] {
+            #expect(scheduler.requestTurn(for: operation, ticket: ticket) == .proceed)
+            guard case let .handOff(letThrough) = scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: false, priority: priority) else {
+                Issue.record("expected a hand-off action")
+                return
+            }
+            #expect(letThrough.handOff.isEmpty, "every slot is taken, and an operation waits for one")
+        }
+        #expect(scheduler.slotLine.waiters.map(\.ticket) == [5, 3, 4])
+
+        // A slot frees up: the highest priority goes first.
+        let departure = scheduler.operationLeft()
+        #expect(departure.letThrough.handOff.count == 1 && departure.letThrough.handOff[0] === urgent)
+        #expect(departure.letThrough.proceed.isEmpty)
+    }
 }
