@@ -222,7 +222,7 @@ struct QueueScheduler {
         if waits {
             insert(.handOff(operation, ticket: ticket))
         } else if waitsForSlot {
-            slotLine.insert(.handOff(operation, ticket: ticket), priority: priority)
+            joinSlotLine(.handOff(operation, ticket: ticket), priority: priority)
         } else {
             send(operation, into: &letThrough)
         }
@@ -335,7 +335,7 @@ struct QueueScheduler {
             return .parked
         }
         guard needsSlot, !hasFreeSlot else { return .proceed }
-        slotLine.insert(.proceed(operation, ticket: ticket), priority: priority) // still under way: keeps its turn
+        joinSlotLine(.proceed(operation, ticket: ticket), priority: priority) // still under way: keeps its turn
         return .parked
     }
 
@@ -353,7 +353,7 @@ struct QueueScheduler {
             return .parked
         }
         guard !hasFreeSlot else { return .proceed }
-        slotLine.insert(.proceed(operation, ticket: ticket), priority: priority)
+        joinSlotLine(.proceed(operation, ticket: ticket), priority: priority)
         return .parked
     }
 
@@ -375,7 +375,7 @@ struct QueueScheduler {
         }
         var letThrough = LetThrough()
         if !holdsCategories && wouldOvertakeSlotLine() {
-            slotLine.insert(.handOff(operation, ticket: ticket), priority: priority)
+            joinSlotLine(.handOff(operation, ticket: ticket), priority: priority)
         } else {
             send(operation, into: &letThrough)
         }
@@ -591,7 +591,13 @@ struct QueueScheduler {
         }
     }
 
-    /// Lets operations waiting for a slot go on, in add order, as many as slots are free. (They
+    /// Puts `waiter` in the slot line: by priority, then ticket; on a serial queue by ticket
+    /// alone, since it starts operations in add order whatever their priority.
+    private mutating func joinSlotLine(_ waiter: Waiter, priority: Operation.QueuePriority) {
+        slotLine.insert(waiter, priority: isSerial ? .normal : priority)
+    }
+
+    /// Lets operations waiting for a slot go on, in the slot line's order, as many as slots are free. (They
     /// take no slot until they are handed off, so one may find it taken again and park again.)
     private mutating func drainSlotLine(into letThrough: inout LetThrough) {
         guard !slotLine.isEmpty, !isSuspended else { return }
