@@ -12,7 +12,9 @@ import Foundation
 /// `waitUntilAllOperationsAreFinished()`, `addOperations(_:waitUntilFinished:)`,
 /// `cancelAllOperations()`, `isSuspended` and `maxConcurrentOperationCount` behave as Foundation
 /// documents them. (`operations` and `operationCount` are Foundation's own, on every platform:
-/// they list only what Foundation's queue has been given.)
+/// they list only what Foundation's queue has been given.) Operations waiting for a slot start
+/// as on Foundation's queue: the highest `queuePriority` first, then in the order they were
+/// added; a serial queue starts them in add order.
 ///
 /// ```swift
 /// let queue = AsyncOperationQueue()
