@@ -15,6 +15,8 @@ final class LockSession: Sendable {
     private let key: Int64
     private let onLost: @Sendable (CategoryLockError) -> Void
     private let state = LockedBox(LockSessionState())
+    /// The connection the session runs on, while it has one: closed if the server falls silent.
+    private let connection = LockedBox<PostgresConnection?>(nil)
 
     init(lock: PostgresCategoryLock, category: String, key: Int64, onLost: @escaping @Sendable (CategoryLockError) -> Void) {
         self.lock = lock
@@ -81,6 +83,8 @@ final class LockSession: Sendable {
     }
 
     private func session(on connection: PostgresConnection) async throws {
+        self.connection.withLock { $0 = connection }
+        defer { self.connection.withLock { $0 = nil } }
         guard state.withLock({ $0.connected(now: DispatchTime.now().uptimeNanoseconds) }) else { return }
         do {
             try await lock.ensureFencingSequence(on: connection)
@@ -224,6 +228,12 @@ final class LockSession: Sendable {
             return seconds
         case let .giveUp(abandoned):
             perform(abandoned)
+            return nil
+        case let .giveUpAndCloseConnection(abandoned):
+            perform(abandoned)
+            if let connection = connection.withLock({ $0 }) {
+                Task.detached { try? await connection.close() } // the statement in flight then fails, and the session ends
+            }
             return nil
         }
     }

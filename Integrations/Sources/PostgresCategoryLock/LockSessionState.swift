@@ -96,6 +96,10 @@ struct LockSessionState: Sendable {
         case checkAgain(after: Double)
         /// The server stayed out of reach for `unavailableTimeout`: perform this.
         case giveUp(AbandonAction)
+        /// The server fell silent to the connected session for `unavailableTimeout`: perform
+        /// this, and close the session's connection. Its statement in flight may never return,
+        /// and would keep the pooled connection (and the session's task) until the socket fails.
+        case giveUpAndCloseConnection(AbandonAction)
     }
 
     /// The timer went off at `now`: give up, with the error `giveUp` makes of the last failure
@@ -112,7 +116,7 @@ struct LockSessionState: Sendable {
             // At least a second: each try in line may itself wait 200 ms for the server.
             let bound = max(unavailableTimeout, 1)
             let silent = Self.seconds(from: lastContact, to: now)
-            if silent >= bound { return .giveUp(abandon(with: giveUp(nil))) }
+            if silent >= bound { return .giveUpAndCloseConnection(abandon(with: giveUp(nil))) }
             return .checkAgain(after: bound - silent)
         }
         guard let failingSince else { return .giveUp(abandon(with: giveUp(lastError))) } // never connected

@@ -147,11 +147,11 @@ import Testing
                 return
             }
             // The server stops at 4 s: the statement in flight never returns, and never fails.
-            guard case let .giveUp(.fail(waiter, error, cancel)) = state.timerFired(now: seconds(13), unavailableTimeout: 10, { last in
+            guard case let .giveUpAndCloseConnection(.fail(waiter, error, cancel)) = state.timerFired(now: seconds(13), unavailableTimeout: 10, { last in
                 #expect(last == nil, "a silent server is no failure the client saw")
                 return Unreachable()
             }) else {
-                Issue.record("expected to give up 10 s after the server's last answer")
+                Issue.record("expected to give up 10 s after the server's last answer, closing the connection")
                 waiter.resume(throwing: NotSettled())
                 return
             }

@@ -152,6 +152,47 @@ struct PostgresCategoryLockTests {
         }
     }
 
+    @Test func aWaitingSessionTheServerFallsSilentTo_failsUnavailable_andItsConnectionIsClosed() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client, unavailableTimeout: 1)
+            let category = uniqueName("billing")
+            let key = UInt64(bitPattern: lock.key(for: category))
+            try await client.withConnection { other in
+                _ = try await other.query("SELECT pg_advisory_lock(\(lock.key(for: category)))", logger: Logger(label: "test")).collect()
+                let waiting = HoldingOperation(category: category, lock: lock)
+                AsyncOperationQueue().addOperation(waiting)
+
+                // The waiting session's server process stops (a network gone silent): the lock
+                // statement in flight never returns, and never fails.
+                var backend: Int32?
+                #expect(await eventuallyAsync {
+                    let rows = try? await other.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))", logger: Logger(label: "test")).collect()
+                    backend = try? rows?.first?.decode(Int32.self)
+                    return backend != nil
+                })
+                let stopped = try #require(backend)
+                #expect(kill(stopped, SIGSTOP) == 0)
+                defer { kill(stopped, SIGCONT) }
+
+                #expect(await eventually { waiting.isFinished })
+                #expect(!waiting.started.isSet)
+                guard case .unavailable? = waiting.errors.first as? CategoryLockError else {
+                    Issue.record("expected CategoryLockError.unavailable, got \(waiting.errors)")
+                    return
+                }
+
+                // Its connection was closed rather than kept by the pool: once the server process
+                // runs again, it sees the client gone and exits.
+                kill(stopped, SIGCONT)
+                #expect(await eventuallyAsync {
+                    let rows = try? await other.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(stopped)", logger: Logger(label: "test")).collect()
+                    return (try? rows?.first?.decode(Int64.self)) == 0
+                })
+                _ = try await other.query("SELECT pg_advisory_unlock_all()", logger: Logger(label: "test")).collect()
+            }
+        }
+    }
+
     @Test func anUnreachableServer_failsTheOperationAfterTheLocksTimeout_andNeverRunsIt() async throws {
         try await TestServer.withClient(port: 1) { client in
             let lock = PostgresCategoryLock(client: client, unavailableTimeout: 1)
