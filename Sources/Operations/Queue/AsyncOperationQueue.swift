@@ -152,7 +152,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         engine = .shared
         mention = QueueMention(name: nil, type: Self.self)
         super.init()
-        mention.startNamed(name) // Foundation's default name
+        noteStartingName()
     }
 
     /// Creates an empty queue whose operations use `engine` (tests build isolated worlds so).
@@ -160,11 +160,22 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         self.engine = engine
         mention = QueueMention(name: nil, type: Self.self)
         super.init()
-        mention.startNamed(name) // Foundation's default name
+        noteStartingName()
     }
 
     /// What the queue's operations remember of it, for messages and log events.
     let mention: QueueMention
+
+    /// Tells the mention the name the queue starts with: Foundation's default, or the name a
+    /// subclass gives by overriding `name` (its setter never reaches this class's `didSet`).
+    private func noteStartingName() {
+        let name = self.name
+        if name == super.name {
+            mention.startNamed(name)
+        } else {
+            mention.rename(name)
+        }
+    }
 
     /// The queue's name, for messages, log events and debugging, as Foundation's.
     open override var name: String? {

@@ -219,13 +219,21 @@ import TestSupport
                 name = "self-named"
             }
         }
+        final class NameOverridingQueue: AsyncOperationQueue, @unchecked Sendable {
+            // @unchecked Sendable: no state of its own.
+            override var name: String? {
+                get { "overriding" }
+                set {}
+            }
+        }
         let unnamed = AsyncOperationQueue()
         let named = AsyncOperationQueue()
         named.name = "jobs"
         let selfNamed = SelfNamingQueue()
+        let overriding = NameOverridingQueue()
         #expect(unnamed.name != nil) // Foundation's default name
         var operations: [String: Operation] = [:]
-        for (label, queue) in [("unnamed", unnamed), ("named", named), ("self-named", selfNamed)] {
+        for (label, queue) in [("unnamed", unnamed), ("named", named), ("self-named", selfNamed), ("overriding", overriding)] {
             queue.logger = logger
             let operation = AsyncBlockOperation {}
             operation.name = uniqueName(label)
@@ -244,6 +252,8 @@ import TestSupport
         #expect(queueNames("named") == ["jobs"])
         #expect(queueNames("plain on named") == ["jobs"])
         #expect(queueNames("self-named") == ["self-named"])
+        #expect(queueNames("overriding") == ["overriding"])
+        #expect(queueNames("plain on overriding") == ["overriding"])
     }
 
     @Test func queueWithoutALogger_logsNothing() {
