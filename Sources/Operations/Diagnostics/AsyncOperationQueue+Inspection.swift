@@ -2,11 +2,12 @@ import Foundation
 
 extension AsyncOperationQueue {
     /// A picture of the queue now: whether it is suspended, and every unfinished operation on it
-    /// (those still held in its scheduler included), in add order, each with what it waits for.
+    /// (those still held in its scheduler included, and the operation behind a barrier block,
+    /// named `barrier`), in add order, each with what it waits for.
     ///
     /// Safe to call from any thread at any time, while the queue runs.
     public func snapshot() -> QueueSnapshot {
-        let operations = allOperations.map { operation -> OperationSnapshot in
+        let operations = allOperations(includingBarriers: true).map { operation -> OperationSnapshot in
             if let operation = operation as? AsyncOperation {
                 return operation.snapshot()
             }

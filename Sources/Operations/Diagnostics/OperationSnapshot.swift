@@ -54,9 +54,8 @@ public struct OperationSnapshot: Sendable, Hashable, CustomStringConvertible {
         case suspendedQueue(String?)
         /// Its queue (by name) is serial and lets an operation added earlier go first.
         case turnOnSerialQueue(String?)
-        /// Every slot of its queue (by name) is taken, and it waits in line for one: it needs
-        /// mutually exclusive categories (it asks for them once it could start, holding none
-        /// meanwhile), or operations that do wait ahead of it.
+        /// It needs mutually exclusive categories, and every slot of its queue (by name) is
+        /// taken: it asks for them once it could start (it holds none meanwhile).
         case freeSlot(onQueue: String?)
         /// It is a child of a group (by name) that has not started executing.
         case groupToStart(String)

@@ -74,6 +74,12 @@ extension AsyncOperation {
     }
 
     func notifyDependents(_ dependents: SmallArray<WeakFinishWatcher>) {
+        guard dependents.count > 1 else { return tellDependents(dependents) }
+        // Released together, they reach Foundation together, which starts them by priority.
+        HandOffBatch.collecting { tellDependents(dependents) }
+    }
+
+    private func tellDependents(_ dependents: SmallArray<WeakFinishWatcher>) {
         // The context form: nothing is allocated unless the call has to be queued.
         Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
             for index in dependents.indices {

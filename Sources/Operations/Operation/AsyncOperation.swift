@@ -309,12 +309,6 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             exclusivity.release(remains.categoriesToRelease)
         }
         remains.queue?.operationDidFinish(self, ticket: remains.linePlace.ticket, errors: remains.errors, wasHandedOff: remains.wasHandedOff)
-        // Dependents first, as Foundation makes its own ready before its queue lets go of the
-        // operation: released together, they reach Foundation while its slot is still taken, and
-        // the slot then goes to the highest priority among them, not to the first one told.
-        if !remains.dependents.isEmpty {
-            notifyDependents(remains.dependents)
-        }
         #if canImport(Darwin)
         didChangeValue(forKey: ObservedKey.isExecuting) // pairs the will above, executed or not
         #endif
@@ -322,6 +316,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         remains.queue?.operationDidLeave()
         for watcher in remains.watchers {
             DependencyWatcher.stop(watcher)
+        }
+        if !remains.dependents.isEmpty {
+            notifyDependents(remains.dependents)
         }
         DeferredRelease.release(&remains.released)
     }

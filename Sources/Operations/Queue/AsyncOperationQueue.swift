@@ -14,7 +14,10 @@ import Foundation
 /// documents them. (`operations` and `operationCount` are Foundation's own, on every platform:
 /// they list only what Foundation's queue has been given.) Operations waiting for a slot start
 /// as on Foundation's queue: the highest `queuePriority` first, then in the order they were
-/// added; a serial queue starts them in add order.
+/// added; a serial queue starts them in add order. One difference: an operation that needs
+/// mutually exclusive categories waits for its slot in the queue's scheduler, asking for them
+/// only once it could start, so an operation that needs none, added later, may take a slot that
+/// frees up first.
 ///
 /// ```swift
 /// let queue = AsyncOperationQueue()
@@ -44,9 +47,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         var logger: (any OperationLogger)? {
             didSet { isLogging = logger != nil }
         }
-        /// The quality of service set on the queue, if one was: blocks added with
-        /// `addOperation(_:)` take it, as Foundation's do.
-        var qualityOfService: QualityOfService?
+        /// Whether the queue's `qualityOfService` was set: blocks added with `addOperation(_:)`
+        /// take it then, as Foundation's do.
+        var qualityOfServiceWasSet = false
         // What each add reads first: most queues have no delegate, group or logger, and reading
         // a weak reference or copying an optional existential costs far more than a flag.
         private(set) var delegateWasSet = false
@@ -69,7 +72,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// What an add of generation `generation` reads as it begins, its operations waiting for
         /// `barrier`. (A method, so that the state is read in place: a copy would cost every add.)
         func addContext(barrier: Operation?, generation: UInt64, groupBeingCreated: Bool) -> AddContext {
-            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended || !scheduler.slotLine.isEmpty
+            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended
             return AddContext(
                 delegate: settings.delegateIfSet,
                 barrier: barrier,
@@ -311,8 +314,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// for), as Foundation's own queue does.
     open override func addOperation(_ block: @escaping @Sendable () -> Void) {
         let operation = BlockOperation(block: block)
-        if let quality = state.withLock({ $0.settings.qualityOfService }) {
-            operation.qualityOfService = quality
+        if state.withLock({ $0.settings.qualityOfServiceWasSet }) {
+            operation.qualityOfService = qualityOfService
         }
         addOperation(operation)
     }
@@ -323,7 +326,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         get { super.qualityOfService }
         set {
             super.qualityOfService = newValue
-            state.withLock { $0.settings.qualityOfService = newValue }
+            state.withLock { $0.settings.qualityOfServiceWasSet = true }
         }
     }
 
@@ -370,9 +373,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let logger: (any OperationLogger)?
         /// Whether `logger` is set: checked per operation without copying the logger out.
         let isLogging: Bool
-        /// Serial or suspended when the add began, or operations waited for a slot: each
-        /// operation asks the scheduler whether it waits in line (otherwise none does, and the
-        /// check is skipped).
+        /// Serial or suspended when the add began: each operation asks the scheduler whether it
+        /// waits in line (otherwise none does, and the check is skipped).
         let mayWaitInLine: Bool
         /// Whether none of the operations can run before the add ends (they reach Foundation
         /// with its batch, or the group they join cannot start meanwhile): a group then counts
@@ -560,13 +562,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// a serial queue it goes through the outbox, so that it never overtakes an operation let
     /// through a moment earlier by another thread.
     private func handOffOrQueue(_ operation: Operation, ticket: UInt64, into batch: inout Batch, _ context: AddContext) {
-        // An operation of the add held before this one may be waiting for a slot by now.
-        guard context.mayWaitInLine || batch.reservedHeldRoom else {
+        guard context.mayWaitInLine else {
             batch.operations.append(operation)
             return
         }
-        let priority = operation.queuePriority // read unlocked: a subclass may override it
-        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket, priority: priority) }) {
+        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
         case .handOff:
             batch.operations.append(operation)
         case var .kept(letThrough):
@@ -666,11 +666,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Gives an operation that is cleared to run to Foundation's queue, unless it holds categories
-    /// and the queue is suspended or out of slots (then it gives them back and waits), or it would
-    /// overtake operations waiting for a slot (then it waits with them, by its priority).
+    /// and the queue is suspended or out of slots (then it gives them back and waits).
     func handOff(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) {
-        let priority = holdsCategories ? .normal : operation.queuePriority // read unlocked: a subclass may override it
-        switch state.withLock({ $0.scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: holdsCategories, priority: priority) }) {
+        switch state.withLock({ $0.scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: holdsCategories) }) {
         case let .handOff(letThrough):
             perform(letThrough)
         case .giveBackCategories:
@@ -680,8 +678,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func perform(_ letThrough: QueueScheduler.LetThrough) {
         if !letThrough.handOff.isEmpty {
-            giveToFoundation(letThrough.handOff)
-            state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }.signal()
+            if let batch = PerThreadState.current.handOffBatch {
+                batch.add(letThrough.handOff, for: self) // given with the other dependents of a finish
+            } else {
+                giveToFoundation(letThrough.handOff)
+                state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }.signal()
+            }
         }
         if letThrough.deliversOutbox {
             deliverOutbox()
@@ -708,6 +710,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private func perform(_ departure: QueueScheduler.Departure) {
         perform(departure.letThrough)
         departure.idleWaiters.signal()
+    }
+
+    /// Gives operations a `HandOffBatch` held back to Foundation, in one add.
+    func giveBatched(_ operations: [Operation]) {
+        let batch = SmallArray(operations)
+        giveToFoundation(batch)
+        state.withLock { $0.scheduler.gaveToFoundation(batch) }.signal()
     }
 
     /// Gives the serial queue's outbox to Foundation, in order, until it is empty: this thread is
@@ -885,6 +894,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
         // An operation being handed off is briefly in both lists: count it once.
+        guard !waiting.isEmpty else { return running.reduce(0) { $0 + ($1 is QueueBarrier ? 0 : 1) } }
         var seen = Set<ObjectIdentifier>()
         return (waiting + running).reduce(0) { count, operation in
             count + (!(operation is QueueBarrier) && seen.insert(ObjectIdentifier(operation)).inserted ? 1 : 0)

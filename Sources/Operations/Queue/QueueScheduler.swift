@@ -18,11 +18,12 @@ import Foundation
 /// - An operation that needs mutually exclusive categories asks for them only when the queue has
 ///   a free **slot** (fewer of its operations with Foundation than `maxConcurrentOperationCount`):
 ///   otherwise it waits in the *slot line*, holding no category, and goes on as slots free up,
-///   as Foundation starts ready operations: by `queuePriority`, then in add order. So a category
-///   is never held by an operation that cannot start, while the operation that could use it (say,
-///   the child of a group holding the queue's only slot) waits. While any wait there, an
-///   `AsyncOperation` cleared to run without categories joins them (at Foundation it would take
-///   the next slot first, whatever the priorities).
+///   as Foundation starts ready operations: by `queuePriority`, then in add order (on a serial
+///   queue, in add order alone). So a category is never held by an operation that cannot start,
+///   while the operation that could use it (say, the child of a group holding the queue's only
+///   slot) waits. (An operation that needs no category goes to Foundation meanwhile, and may take
+///   the next slot first: holding it back behind operations that may yet wait long for their
+///   categories could keep it from running at all.)
 /// - On a serial queue, every hand-off to Foundation passes through one *outbox*, delivered by one
 ///   thread at a time in the order the scheduler decided, so threads that let operations through
 ///   at the same moment (an add, a resume, a grant) never overtake each other at Foundation.
@@ -92,9 +93,7 @@ struct QueueScheduler {
     private(set) var held = HeldOperations()
     /// Operations waiting for their turn or for the queue to resume, by ticket.
     private(set) var line = WaitingLine()
-    /// Operations waiting for a free slot, by priority and then ticket: those that need
-    /// categories, and, while any of those wait, operations cleared to run that would otherwise
-    /// overtake them at Foundation.
+    /// Operations that need categories, waiting for a free slot, by priority and then ticket.
     private(set) var slotLine = SlotLine()
     /// A serial queue's hand-offs not yet given to Foundation, in order, delivered by one thread
     /// at a time.
@@ -207,12 +206,9 @@ struct QueueScheduler {
     /// without dependencies or conditions): to Foundation now, or in line: for the queue to resume
     /// (so that a queue made serial meanwhile still starts everything in add order), or for its
     /// turn on a serial queue.
-    /// An `AsyncOperation` with every slot taken also waits, in the slot line by `priority`, if
-    /// operations wait there: at Foundation it would start before them.
-    mutating func admitReady(_ operation: Operation, ticket: UInt64, priority: Operation.QueuePriority = .normal) -> AdmitAction {
+    mutating func admitReady(_ operation: Operation, ticket: UInt64) -> AdmitAction {
         let waits = isSuspended || isSerial && (!inProgress.isEmpty || !line.isEmpty)
-        let waitsForSlot = !waits && operation is AsyncOperation && wouldOvertakeSlotLine(counting: 1)
-        guard waits || waitsForSlot || usesOutbox else { return .handOff }
+        guard waits || usesOutbox else { return .handOff }
         if let operation = operation as? AsyncOperation {
             held.insert(operation) // until it is delivered
         } else {
@@ -221,8 +217,6 @@ struct QueueScheduler {
         var letThrough = LetThrough()
         if waits {
             insert(.handOff(operation, ticket: ticket))
-        } else if waitsForSlot {
-            joinSlotLine(.handOff(operation, ticket: ticket), priority: priority)
         } else {
             send(operation, into: &letThrough)
         }
@@ -297,13 +291,6 @@ struct QueueScheduler {
         width < 0 || unfinished - held.count + handingOff < width
     }
 
-    /// Whether an `AsyncOperation` cleared to run would overtake operations waiting in the slot
-    /// line if it went to Foundation now: some wait there, and every slot is taken. `unheld`:
-    /// 1 if the operation is counted as on its way to Foundation already (being added), not held.
-    private func wouldOvertakeSlotLine(counting unheld: Int = 0) -> Bool {
-        !slotLine.isEmpty && !isSerial && width >= 0 && unfinished - unheld - held.count + handingOff >= width
-    }
-
     /// Whether an operation may ask for its categories now: the queue runs and has a free slot.
     var mayTakeCategories: Bool {
         !isSuspended && hasFreeSlot
@@ -366,19 +353,13 @@ struct QueueScheduler {
         case giveBackCategories
     }
 
-    /// An operation is cleared to run (its conditions passed, its categories are held). One that
-    /// holds none waits in the slot line, by `priority`, if it would overtake operations waiting
-    /// there (it holds its turn no longer: it needs nothing but a slot).
-    mutating func clearedToRun(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool, priority: Operation.QueuePriority = .normal) -> HandOffAction {
+    /// An operation is cleared to run (its conditions passed, its categories are held).
+    mutating func clearedToRun(_ operation: AsyncOperation, ticket: UInt64, holdsCategories: Bool) -> HandOffAction {
         if holdsCategories && !mayTakeCategories {
             return .giveBackCategories
         }
         var letThrough = LetThrough()
-        if !holdsCategories && wouldOvertakeSlotLine() {
-            joinSlotLine(.handOff(operation, ticket: ticket), priority: priority)
-        } else {
-            send(operation, into: &letThrough)
-        }
+        send(operation, into: &letThrough)
         if inProgress.remove(ticket) {
             drain(into: &letThrough)
         }
@@ -528,6 +509,9 @@ struct QueueScheduler {
     /// The queue's `maxConcurrentOperationCount` changed; 1 makes it serial.
     mutating func setWidth(_ newWidth: Int) -> LetThrough {
         width = newWidth
+        if isSerial {
+            slotLine.forgetPriorities() // a serial queue goes by add order alone
+        }
         var letThrough = LetThrough()
         drain(into: &letThrough)
         drainSlotLine(into: &letThrough)

@@ -37,6 +37,17 @@ struct SlotLine {
         return waiting.remove(place: LinePlace(root: rank, ticket: ticket))
     }
 
+    /// Puts every waiter back in add order, as if all had joined with the same priority (the
+    /// queue became serial).
+    mutating func forgetPriorities() {
+        guard ranks.values.contains(where: { $0 != Self.rank(of: .normal) }) else { return }
+        let all = waiters
+        self = SlotLine()
+        for waiter in all.sorted(by: { $0.ticket < $1.ticket }) {
+            insert(waiter, priority: .normal)
+        }
+    }
+
     /// Takes the first waiter out of line.
     mutating func removeFirst() -> QueueScheduler.Waiter? {
         guard !waiting.isEmpty else { return nil }

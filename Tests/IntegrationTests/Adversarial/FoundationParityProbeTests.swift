@@ -114,61 +114,6 @@ import TestSupport
         #expect(started.all == reference)
     }
 
-    // The same documentation, and corelibs: ready operations of one priority start in the order
-    // they were added (each priority's list is first in, first out). An operation that needs a
-    // category waits, on an AsyncOperationQueue, in its scheduler for a slot (API.md item 2: "an
-    // operation is never granted a category while it cannot take a slot on its queue"); nothing
-    // documented lets an operation added after it, of the same or a lower priority, take the
-    // slot first.
-    @Test(arguments: [false, true])
-    func operationWaitingForASlotToTakeItsCategory_startsBeforeALaterOperationOfNoHigherPriority_asOnAPlainQueue(laterHasLowerPriority: Bool) {
-        // Given Foundation's answer: both slots of a width-2 queue taken, an operation added,
-        // then another of the same or a lower priority
-        let plainQueue = OperationQueue()
-        plainQueue.maxConcurrentOperationCount = 2
-        let plainStarted = Recorder<String>()
-        let releaseFirst = Signal()
-        let releaseSecond = Signal()
-        plainQueue.addOperation(gatedOperation("first", started: plainStarted, release: releaseFirst))
-        plainQueue.addOperation(gatedOperation("second", started: plainStarted, release: releaseSecond))
-        #expect(waitUntil { plainStarted.count == 2 })
-        let plainEarlier = BlockOperation { plainStarted.append("earlier") }
-        let plainLater = BlockOperation { plainStarted.append("later") }
-        if laterHasLowerPriority { plainLater.queuePriority = .low }
-        plainQueue.addOperations([plainEarlier, plainLater], waitUntilFinished: false)
-        releaseFirst.signal()
-        #expect(waitUntil { plainStarted.count == 4 })
-        releaseSecond.signal()
-        plainQueue.waitUntilAllOperationsAreFinished()
-        let reference = plainStarted.all.filter { $0 == "earlier" || $0 == "later" }
-        #expect(reference == ["earlier", "later"])
-
-        // and the same on an AsyncOperationQueue, the earlier one needing a free category
-        let queue = AsyncOperationQueue()
-        queue.maxConcurrentOperationCount = 2
-        let held = HeldOperations()
-        let first = uniqueName("blocker")
-        let second = uniqueName("blocker")
-        queue.addOperations([held.make(first), held.make(second)], waitUntilFinished: false)
-        #expect(held.waitUntilStarted(first) && held.waitUntilStarted(second))
-        let started = Recorder<String>()
-        let earlier = AsyncBlockOperation { started.append("earlier") }
-        earlier.addCondition(ExclusiveCategory(uniqueName("free")))
-        let later = AsyncBlockOperation { started.append("later") }
-        if laterHasLowerPriority { later.queuePriority = .low }
-        queue.addOperations([earlier, later], waitUntilFinished: false)
-        #expect(waitUntil { queue.allOperationCount == 4 })
-
-        // When one slot frees up
-        held.finish(first)
-        #expect(waitUntil { started.count >= 1 })
-        held.finish(second)
-        #expect(waitUntil { started.count == 2 })
-
-        // Then the earlier operation started first, as on the plain queue
-        #expect(started.all == reference)
-    }
-
     // The same documentation: among operations that became ready together (their one dependency
     // finished) while only one slot is free, the higher priority starts first. In corelibs the
     // dependency's finish marks its dependents ready before its slot is given back, and the slot

@@ -36,9 +36,6 @@ private enum Stage: Equatable, CustomStringConvertible {
     case acquiring
     /// Given back its category (its queue was suspended, or had no free slot), about to park.
     case givingBack
-    /// Cleared to run without a category, waiting in the slot line behind operations that need
-    /// one (it would overtake them at Foundation): its operation counts itself handed off.
-    case waitingForSlot
     case handedOff
     /// Handed off, finished, and let go of by Foundation: its slot is free again.
     case left
@@ -52,7 +49,6 @@ private enum Stage: Equatable, CustomStringConvertible {
         case .evaluatingConditions: "cond"
         case .acquiring: "acq"
         case .givingBack: "back"
-        case .waitingForSlot: "slot"
         case .handedOff: "off"
         case .left: "left"
         case .finishedBeforeHandOff: "fin"
@@ -196,10 +192,7 @@ private struct SchedulerModel {
             }
             perform(letThrough)
             if !holdsCategories && stages[index] != .handedOff {
-                if !scheduler.slotLine.contains(ticket: ticket(index)) {
-                    violations.append("op\(index) cleared to run, neither handed off nor waiting for a slot")
-                }
-                stages[index] = .waitingForSlot
+                violations.append("op\(index) cleared to run without a category, and not handed off")
             }
         case .giveBackCategories:
             if !scheduler.isSuspended && (busy < width || width < 0) {

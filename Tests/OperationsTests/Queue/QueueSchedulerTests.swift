@@ -73,37 +73,32 @@ import Testing
         #expect(woken.semaphores.count == 1 && woken.semaphores[0] === idle)
     }
 
-    /// While an operation needing categories waits for a slot, one cleared to run later, of no
-    /// higher priority, waits behind it instead of taking the slot at Foundation first; one of a
-    /// higher priority goes ahead of it.
-    @Test func operationClearedToRunWhileOthersWaitForASlot_queuesBehindThemByPriority() {
+    /// Operations that need categories and wait for a slot go on by priority, then in add order;
+    /// once the queue is made serial, in add order alone.
+    @Test(arguments: [false, true])
+    func operationsWaitingForASlot_goOnByPriority_orInAddOrderOnceSerial(madeSerial: Bool) {
         var scheduler = QueueScheduler()
-        _ = scheduler.setWidth(1 + 1)
-        let running = (0..<2).map { _ in AsyncOperation() }
-        let waiting = AsyncOperation()
-        let later = AsyncOperation()
-        let urgent = AsyncOperation()
+        _ = scheduler.setWidth(2)
         _ = scheduler.beginAdmission(counting: 5)
-        for (ticket, operation) in running.enumerated() {
-            _ = scheduler.admitReady(operation, ticket: UInt64(ticket + 1)) // with the add's batch
+        for ticket in UInt64(1)...2 {
+            _ = scheduler.admitReady(AsyncOperation(), ticket: ticket) // running, with the add's batch
         }
-        for operation in [waiting, later, urgent] {
+        let waiting = (0..<3).map { _ in AsyncOperation() }
+        let priorities: [Operation.QueuePriority] = [.low, .normal, .high]
+        for (index, operation) in waiting.enumerated() {
             _ = scheduler.admitHeld(operation)
+            let passage = scheduler.requestTurn(for: operation, ticket: UInt64(index + 3), needsSlot: true, priority: priorities[index])
+            #expect(passage == .parked, "every slot is taken")
         }
-        #expect(scheduler.requestTurn(for: waiting, ticket: 3, needsSlot: true) == .parked)
-        for (operation, ticket, priority) in [(later, UInt64(4), Operation.QueuePriority.normal), (urgent, 5, .veryHigh)] {
-            #expect(scheduler.requestTurn(for: operation, ticket: ticket) == .proceed)
-            guard case let .handOff(letThrough) = scheduler.clearedToRun(operation, ticket: ticket, holdsCategories: false, priority: priority) else {
-                Issue.record("expected a hand-off action")
-                return
-            }
-            #expect(letThrough.handOff.isEmpty, "every slot is taken, and an operation waits for one")
+        #expect(scheduler.slotLine.waiters.map(\.ticket) == [5, 4, 3])
+        if madeSerial {
+            _ = scheduler.setWidth(1)
+            #expect(scheduler.slotLine.waiters.map(\.ticket) == [3, 4, 5])
+            _ = scheduler.operationLeft() // one running operation is left: no slot is free yet
         }
-        #expect(scheduler.slotLine.waiters.map(\.ticket) == [5, 3, 4])
 
-        // A slot frees up: the highest priority goes first.
+        // A slot frees up: the first in the line goes on.
         let departure = scheduler.operationLeft()
-        #expect(departure.letThrough.handOff.count == 1 && departure.letThrough.handOff[0] === urgent)
-        #expect(departure.letThrough.proceed.isEmpty)
+        #expect(departure.letThrough.proceed.map(ObjectIdentifier.init) == [ObjectIdentifier(madeSerial ? waiting[0] : waiting[2])])
     }
 }
