@@ -97,6 +97,19 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// The operation's priority among those waiting for a slot on its queue, as Foundation's.
+    /// Changed while the operation waits in its queue's scheduler for a slot, it moves to its
+    /// new place, as it would in Foundation's own queue.
+    open override var queuePriority: Operation.QueuePriority {
+        get { super.queuePriority }
+        set {
+            super.queuePriority = newValue
+            if let queue = lifecycle.queue {
+                queue.priorityChanged(of: self, ticket: lifecycle.ticket)
+            }
+        }
+    }
+
     /// Whether the operation is executing.
     public final override var isExecuting: Bool {
         lifecycle.isExecutingForFoundation

@@ -335,7 +335,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// operations other threads are adding at the same moment. The dependency that a condition
     /// of an operation brings (`OperationCondition.dependency(for:)`) counts as added with the
     /// operation, even when the condition's own code places the barrier, or the condition is
-    /// added after the barrier while its operation still waits for its dependencies.
+    /// added after the barrier while its operation still waits for its dependencies. A suspended
+    /// queue runs the barrier only once it resumes, even with nothing ahead of it
+    /// (swift-corelibs-foundation runs a barrier on an empty queue at once).
     open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let barrierOperation = QueueBarrier(barrier)
         barrierOperation.name = "barrier"
@@ -629,7 +631,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
     /// its turn comes (or, with `needsSlot`, a slot frees up).
     func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Turn {
-        let priority = needsSlot ? operation.queuePriority : .normal // read unlocked: a subclass may override it
+        let priority = needsSlot ? Self.slotPriority(of: operation) : .normal
         return state.withLock { state in
             Turn(
                 passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot, priority: priority),
@@ -661,8 +663,29 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Parks `operation` if the queue is suspended or has no free slot;
     /// `continueTowardsExecution()` is called when it may go on.
     func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> QueueScheduler.Passage {
-        let priority = operation.queuePriority // read unlocked: a subclass may override it
+        let priority = Self.slotPriority(of: operation)
         return state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket, priority: priority) }
+    }
+
+    /// The priority `operation` waits for a slot with, as Foundation ranks its own on a queue
+    /// wider than 1: its `queuePriority`, or, left at `.normal`, the one its `qualityOfService`
+    /// stands for. Read outside every lock: a subclass may override either property.
+    static func slotPriority(of operation: Operation) -> Operation.QueuePriority {
+        let priority = operation.queuePriority
+        guard priority == .normal else { return priority }
+        switch operation.qualityOfService {
+        case .userInteractive: return .veryHigh
+        case .userInitiated: return .high
+        case .utility: return .low
+        case .background: return .veryLow
+        default: return .normal
+        }
+    }
+
+    /// `operation`'s `queuePriority` changed: if it waits for a slot, it moves to its new place.
+    func priorityChanged(of operation: AsyncOperation, ticket: UInt64) {
+        let priority = Self.slotPriority(of: operation)
+        state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
     }
 
     /// Gives an operation that is cleared to run to Foundation's queue, unless it holds categories
@@ -688,9 +711,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
-        for operation in letThrough.proceed {
+        let proceeding = letThrough.proceedsByPriority && letThrough.proceed.count > 1
+            ? Self.byPriority(letThrough.proceed) : letThrough.proceed
+        for operation in proceeding {
             operation.continueTowardsExecution(on: self)
         }
+    }
+
+    /// `operations` (in add order), highest slot priority first; in add order within one.
+    private static func byPriority(_ operations: [AsyncOperation]) -> [AsyncOperation] {
+        operations.map { (rank: SlotLine.rank(of: slotPriority(of: $0)), operation: $0) }
+            .enumerated()
+            .sorted { ($0.element.rank, $0.offset) < ($1.element.rank, $1.offset) }
+            .map(\.element.operation)
     }
 
     /// `operation` finished while it was being added, perhaps before this queue held it: the
@@ -792,7 +825,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if newValue {
                 stepOutOfCategoryLines()
             }
-            perform(letThrough)
+            // Resumed, the operations let through reach Foundation together, highest priority
+            // first, so that Foundation starts them as it would its own.
+            HandOffBatch.collecting { perform(letThrough) }
         }
     }
 

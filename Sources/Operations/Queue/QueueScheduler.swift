@@ -60,6 +60,9 @@ struct QueueScheduler {
         /// outbox (`takeOutbox(given:)`) until it is empty.
         var deliversOutbox = false
         var proceed: [AsyncOperation] = []
+        /// `proceed` came from a concurrent queue's line all at once (a resume): they go on
+        /// highest priority first, as Foundation would start them.
+        var proceedsByPriority = false
 
         /// Nobody is let through.
         var isEmpty: Bool {
@@ -559,6 +562,7 @@ struct QueueScheduler {
             for waiter in line.removeAll() {
                 release(waiter, into: &letThrough)
             }
+            letThrough.proceedsByPriority = true
             return
         }
         guard inProgress.isEmpty else {
@@ -573,6 +577,13 @@ struct QueueScheduler {
             release(waiter, into: &letThrough)
             if case .proceed = waiter { return }
         }
+    }
+
+    /// The operation added with `ticket` now has `priority`: if it waits for a slot, its place
+    /// in the slot line changes (not on a serial queue, which goes by add order alone).
+    mutating func priorityChanged(ticket: UInt64, to priority: Operation.QueuePriority) {
+        guard !isSerial else { return }
+        slotLine.reprioritize(ticket: ticket, priority: priority)
     }
 
     /// Puts `waiter` in the slot line: by priority, then ticket; on a serial queue by ticket

@@ -30,6 +30,13 @@ struct SlotLine {
         waiting.insert(waiter, place: LinePlace(root: rank, ticket: ticket))
     }
 
+    /// The waiter with `ticket`, if it waits, takes its place for `priority` now (it was changed).
+    mutating func reprioritize(ticket: UInt64, priority: Operation.QueuePriority) {
+        guard let rank = ranks[ticket], rank != Self.rank(of: priority),
+              let waiter = remove(ticket: ticket) else { return }
+        insert(waiter, priority: priority)
+    }
+
     /// Takes the waiter with `ticket` out of line, wherever it stands.
     @discardableResult
     mutating func remove(ticket: UInt64) -> QueueScheduler.Waiter? {

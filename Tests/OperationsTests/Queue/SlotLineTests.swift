@@ -26,4 +26,17 @@ import Testing
         let ranks = [Operation.QueuePriority.veryHigh, .high, .normal, .low, .veryLow].map(SlotLine.rank(of:))
         #expect(ranks == [0, 4, 8, 12, 16])
     }
+
+    @Test func aWaiterWhosePriorityChanges_movesToItsNewPlace_andOneNotWaitingIsLeftAlone() {
+        var line = SlotLine()
+        for ticket in UInt64(1)...3 {
+            line.insert(.proceed(AsyncOperation(), ticket: ticket), priority: .normal)
+        }
+        line.reprioritize(ticket: 3, priority: .high)
+        line.reprioritize(ticket: 1, priority: .low)
+        line.reprioritize(ticket: 9, priority: .veryHigh) // not waiting
+        #expect(line.waiters.map(\.ticket) == [3, 2, 1])
+        line.forgetPriorities()
+        #expect(line.waiters.map(\.ticket) == [1, 2, 3])
+    }
 }
