@@ -74,16 +74,26 @@ extension AsyncOperation {
     }
 
     func notifyDependents(_ dependents: SmallArray<WeakFinishWatcher>) {
-        guard dependents.count > 1 else { return tellDependents(dependents) }
-        // Released together, they reach Foundation together, which starts them by priority.
-        HandOffBatch.collecting { tellDependents(dependents) }
-    }
-
-    private func tellDependents(_ dependents: SmallArray<WeakFinishWatcher>) {
+        if dependents.count > 1 {
+            return notifyDependentsTogether(dependents)
+        }
         // The context form: nothing is allocated unless the call has to be queued.
         Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
             for index in dependents.indices {
                 dependents[index].object?.dependencyDidFinish(id)
+            }
+        }
+    }
+
+    /// Dependents released together reach Foundation together, which starts them by priority.
+    /// (Out of line: a chain's one dependent is told without the closure, or a copy of the list.)
+    @inline(never)
+    private func notifyDependentsTogether(_ dependents: SmallArray<WeakFinishWatcher>) {
+        HandOffBatch.collecting {
+            Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
+                for index in dependents.indices {
+                    dependents[index].object?.dependencyDidFinish(id)
+                }
             }
         }
     }

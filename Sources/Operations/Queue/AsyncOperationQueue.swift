@@ -631,14 +631,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// categories) now. If not, it waits in line and `continueTowardsExecution()` is called when
     /// its turn comes (or, with `needsSlot`, a slot frees up).
     func requestTurn(for operation: AsyncOperation, ticket: UInt64, needsSlot: Bool = false) -> Turn {
-        let priority = needsSlot ? Self.slotPriority(of: operation) : .normal
-        return state.withLock { state in
+        let turn = state.withLock { state in
             Turn(
-                passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot, priority: priority),
+                passage: state.scheduler.requestTurn(for: operation, ticket: ticket, needsSlot: needsSlot),
                 group: state.settings.groupIfSet,
                 lineRoot: state.settings.lineRoot
             )
         }
+        if needsSlot && turn.passage == .parked {
+            placeBySlotPriority(operation, ticket: ticket)
+        }
+        return turn
     }
 
     /// Whether an operation may ask for its categories right now (the queue runs and has a free
@@ -663,8 +666,20 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Parks `operation` if the queue is suspended or has no free slot;
     /// `continueTowardsExecution()` is called when it may go on.
     func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> QueueScheduler.Passage {
+        let passage = state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket) }
+        if passage == .parked {
+            placeBySlotPriority(operation, ticket: ticket)
+        }
+        return passage
+    }
+
+    /// An operation just parked, perhaps in the slot line, where it joined at `.normal`: it
+    /// takes the place its priority gives it. (Read only now, outside the lock, since a subclass
+    /// may override the properties, and only for an operation that waits: most never do.)
+    private func placeBySlotPriority(_ operation: AsyncOperation, ticket: UInt64) {
         let priority = Self.slotPriority(of: operation)
-        return state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket, priority: priority) }
+        guard priority != .normal else { return }
+        state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
     }
 
     /// The priority `operation` waits for a slot with, as Foundation ranks its own on a queue
@@ -701,7 +716,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func perform(_ letThrough: QueueScheduler.LetThrough) {
         if !letThrough.handOff.isEmpty {
-            if let batch = PerThreadState.current.handOffBatch {
+            if PerThreadState.withCurrent({ $0.isBatchingHandOffs }), let batch = PerThreadState.current.handOffBatch {
                 batch.add(letThrough.handOff, for: self) // given with the other dependents of a finish
             } else {
                 giveToFoundation(letThrough.handOff)
@@ -711,10 +726,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
-        let proceeding = letThrough.proceedsByPriority && letThrough.proceed.count > 1
-            ? Self.byPriority(letThrough.proceed) : letThrough.proceed
-        for operation in proceeding {
-            operation.continueTowardsExecution(on: self)
+        if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
+            for operation in Self.byPriority(letThrough.proceed) {
+                operation.continueTowardsExecution(on: self)
+            }
+        } else {
+            for operation in letThrough.proceed {
+                operation.continueTowardsExecution(on: self)
+            }
         }
     }
 

@@ -402,6 +402,7 @@ struct QueueScheduler {
 
         /// Wakes every one of them (after unlocking).
         func signal() {
+            guard !semaphores.isEmpty else { return }
             for semaphore in semaphores {
                 semaphore.signal()
             }

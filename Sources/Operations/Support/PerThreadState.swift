@@ -35,7 +35,12 @@ final class PerThreadState {
     /// This thread is applying progress changes (`ProgressApplier`).
     @exclusivity(unchecked) var isApplyingProgress = false
     /// Hand-offs held back while this thread tells dependents of a finish (`HandOffBatch`).
-    var handOffBatch: HandOffBatch?
+    var handOffBatch: HandOffBatch? {
+        didSet { isBatchingHandOffs = handOffBatch != nil }
+    }
+    /// Whether `handOffBatch` is set: read on every hand-off, without the exclusivity check
+    /// (and the retain) that reading the batch itself takes.
+    @exclusivity(unchecked) private(set) var isBatchingHandOffs = false
     /// Engine locks this thread holds now (debug builds count them: `LockDiscipline`).
     @exclusivity(unchecked) var locksHeld = 0
     /// Who hears this thread's lock violations, if not the default (`LockDiscipline`).

@@ -27,6 +27,24 @@ struct SmallArray<Element>: RandomAccessCollection {
 
     var startIndex: Int { 0 }
 
+    /// Told from the case alone where it can be: the defaults go through `endIndex`, and copy an
+    /// inline element on the way (for a weak reference, a call into the runtime each time).
+    var isEmpty: Bool {
+        switch storage {
+        case .empty: return true
+        case .one: return false
+        case let .many(elements): return elements.isEmpty
+        }
+    }
+
+    var count: Int {
+        switch storage {
+        case .empty: return 0
+        case .one: return 1
+        case let .many(elements): return elements.count
+        }
+    }
+
     var endIndex: Int {
         switch storage {
         case .empty: return 0
