@@ -85,15 +85,20 @@ extension AsyncOperation {
         }
     }
 
-    /// Dependents released together reach Foundation together, which starts them by priority.
-    /// (Out of line: a chain's one dependent is told without the closure, or a copy of the list.)
+    /// Dependents released together are told highest priority first, so that a slot freed by
+    /// this finish goes to the one Foundation would start first; those on a serial queue in the
+    /// order they were told, since it starts them in add order whatever their priority. (Out of
+    /// line: a chain's one dependent is told without reading priorities or copying the list.)
     @inline(never)
     private func notifyDependentsTogether(_ dependents: SmallArray<WeakFinishWatcher>) {
-        HandOffBatch.collecting {
-            Trampoline.run(with: (dependents, ObjectIdentifier(self))) { dependents, id in
-                for index in dependents.indices {
-                    dependents[index].object?.dependencyDidFinish(id)
-                }
+        let ordered = SmallArray(AsyncOperationQueue.byPriority(dependents.array) { watcher -> Operation? in
+            guard let dependent = watcher.object as? AsyncOperation,
+                  let queue = dependent.lifecycle.queue, queue.maxConcurrentOperationCount != 1 else { return nil }
+            return dependent
+        })
+        Trampoline.run(with: (ordered, ObjectIdentifier(self))) { dependents, id in
+            for index in dependents.indices {
+                dependents[index].object?.dependencyDidFinish(id)
             }
         }
     }

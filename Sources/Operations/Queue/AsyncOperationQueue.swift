@@ -677,14 +677,22 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// takes the place its priority gives it. (Read only now, outside the lock, since a subclass
     /// may override the properties, and only for an operation that waits: most never do.)
     private func placeBySlotPriority(_ operation: AsyncOperation, ticket: UInt64) {
-        let priority = Self.slotPriority(of: operation)
+        var priority = Self.slotPriority(of: operation)
         guard priority != .normal else { return }
-        state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
+        while true {
+            state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
+            // A priority set meanwhile was applied first: apply it again over the one read before.
+            let now = Self.slotPriority(of: operation)
+            guard now != priority else { return }
+            priority = now
+        }
     }
 
     /// The priority `operation` waits for a slot with, as Foundation ranks its own on a queue
-    /// wider than 1: its `queuePriority`, or, left at `.normal`, the one its `qualityOfService`
-    /// stands for. Read outside every lock: a subclass may override either property.
+    /// wider than 1: its `queuePriority`, or, at `.normal`, the one its `qualityOfService` stands
+    /// for (Foundation does so only for a priority never set; a priority set to `.normal` cannot
+    /// be told from one never set). Read outside every lock: a subclass may override either
+    /// property.
     static func slotPriority(of operation: Operation) -> Operation.QueuePriority {
         let priority = operation.queuePriority
         guard priority == .normal else { return priority }
@@ -716,18 +724,14 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     private func perform(_ letThrough: QueueScheduler.LetThrough) {
         if !letThrough.handOff.isEmpty {
-            if PerThreadState.withCurrent({ $0.isBatchingHandOffs }), let batch = PerThreadState.current.handOffBatch {
-                batch.add(letThrough.handOff, for: self) // given with the other dependents of a finish
-            } else {
-                giveToFoundation(letThrough.handOff)
-                state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }.signal()
-            }
+            giveToFoundation(letThrough.handOff)
+            state.withLock { $0.scheduler.gaveToFoundation(letThrough.handOff) }.signal()
         }
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
         if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
-            for operation in Self.byPriority(letThrough.proceed) {
+            for operation in Self.byPriority(letThrough.proceed, of: { $0 }) {
                 operation.continueTowardsExecution(on: self)
             }
         } else {
@@ -738,11 +742,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// `operations` (in add order), highest slot priority first; in add order within one.
-    private static func byPriority(_ operations: [AsyncOperation]) -> [AsyncOperation] {
-        operations.map { (rank: SlotLine.rank(of: slotPriority(of: $0)), operation: $0) }
+    /// Reads their priorities: call it outside every lock.
+    static func byPriority<Element>(_ elements: [Element], of operation: (Element) -> Operation?) -> [Element] {
+        elements.map { (rank: operation($0).map { SlotLine.rank(of: slotPriority(of: $0)) } ?? SlotLine.rank(of: .normal), element: $0) }
             .enumerated()
             .sorted { ($0.element.rank, $0.offset) < ($1.element.rank, $1.offset) }
-            .map(\.element.operation)
+            .map(\.element.element)
     }
 
     /// `operation` finished while it was being added, perhaps before this queue held it: the
@@ -762,13 +767,6 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private func perform(_ departure: QueueScheduler.Departure) {
         perform(departure.letThrough)
         departure.idleWaiters.signal()
-    }
-
-    /// Gives operations a `HandOffBatch` held back to Foundation, in one add.
-    func giveBatched(_ operations: [Operation]) {
-        let batch = SmallArray(operations)
-        giveToFoundation(batch)
-        state.withLock { $0.scheduler.gaveToFoundation(batch) }.signal()
     }
 
     /// Gives the serial queue's outbox to Foundation, in order, until it is empty: this thread is
@@ -844,9 +842,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if newValue {
                 stepOutOfCategoryLines()
             }
-            // Resumed, the operations let through reach Foundation together, highest priority
-            // first, so that Foundation starts them as it would its own.
-            HandOffBatch.collecting { perform(letThrough) }
+            perform(letThrough) // those resumed go on highest priority first (`proceedsByPriority`)
         }
     }
 

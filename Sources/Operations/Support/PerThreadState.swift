@@ -7,8 +7,8 @@ import Musl
 #endif
 
 /// Per-thread scratch state for `Trampoline`, `DeferredRelease`, `ConditionKinds`,
-/// `SingleCategorySets`, the queue's forwarding, the finishes being delivered, the progress
-/// applier and the hand-offs batched while dependents are told of a finish.
+/// `SingleCategorySets`, the queue's forwarding, the finishes being delivered and the progress
+/// applier.
 ///
 /// Only its own thread ever touches an instance (`current` is per thread), so the properties that
 /// hold plain values opt out of Swift's dynamic exclusivity checks, which would cost more than most
@@ -34,13 +34,6 @@ final class PerThreadState {
     @exclusivity(unchecked) var finishing: [ObjectIdentifier] = []
     /// This thread is applying progress changes (`ProgressApplier`).
     @exclusivity(unchecked) var isApplyingProgress = false
-    /// Hand-offs held back while this thread tells dependents of a finish (`HandOffBatch`).
-    var handOffBatch: HandOffBatch? {
-        didSet { isBatchingHandOffs = handOffBatch != nil }
-    }
-    /// Whether `handOffBatch` is set: read on every hand-off, without the exclusivity check
-    /// (and the retain) that reading the batch itself takes.
-    @exclusivity(unchecked) private(set) var isBatchingHandOffs = false
     /// Engine locks this thread holds now (debug builds count them: `LockDiscipline`).
     @exclusivity(unchecked) var locksHeld = 0
     /// Who hears this thread's lock violations, if not the default (`LockDiscipline`).
