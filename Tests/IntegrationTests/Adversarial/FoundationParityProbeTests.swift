@@ -76,12 +76,8 @@ import TestSupport
 
         // and the same on an AsyncOperationQueue, the two held back as `holdback` says
         let queue = AsyncOperationQueue()
-        queue.maxConcurrentOperationCount = 2
         let held = HeldOperations()
-        let first = uniqueName("blocker")
-        let second = uniqueName("blocker")
-        queue.addOperations([held.make(first), held.make(second)], waitUntilFinished: false)
-        #expect(held.waitUntilStarted(first) && held.waitUntilStarted(second))
+        let (first, second) = takeBothSlots(of: queue, with: held)
         let started = Recorder<String>()
         let low = AsyncBlockOperation { started.append("low") }
         low.queuePriority = .low
@@ -176,13 +172,9 @@ import TestSupport
 
         // and the same on an AsyncOperationQueue
         let queue = AsyncOperationQueue()
-        queue.maxConcurrentOperationCount = 2
         queue.qualityOfService = .userInitiated
         let held = HeldOperations()
-        let first = uniqueName("blocker")
-        let second = uniqueName("blocker")
-        queue.addOperations([held.make(first), held.make(second)], waitUntilFinished: false)
-        #expect(held.waitUntilStarted(first) && held.waitUntilStarted(second))
+        let (first, second) = takeBothSlots(of: queue, with: held)
         let started = Recorder<String>()
         let explicit = BlockOperation { started.append("explicit") }
         explicit.queuePriority = .normal
@@ -989,27 +981,12 @@ private func workOfEveryKind(count: Int, _ work: @escaping @Sendable () -> Void)
     }
 }
 
-/// A plain operation that records its start under `name` and blocks until `release` fires.
-private func gatedOperation(_ name: String, started: Recorder<String>, release: Signal) -> BlockOperation {
-    let operation = BlockOperation {
-        started.append(name)
-        _ = release.wait(timeout: blockingTimeout)
-    }
-    operation.name = name
-    return operation
-}
-
 /// On a plain queue of width 2 with both slots taken, a low-priority operation added before a
 /// high-priority one: the order they start in once one slot frees up.
 private func plainStartOrderOfLowThenHighWaitingForASlot() -> [String] {
     let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 2
     let started = Recorder<String>()
-    let releaseFirst = Signal()
-    let releaseSecond = Signal()
-    queue.addOperation(gatedOperation("first", started: started, release: releaseFirst))
-    queue.addOperation(gatedOperation("second", started: started, release: releaseSecond))
-    #expect(waitUntil { started.count == 2 })
+    let (releaseFirst, releaseSecond) = takeBothSlots(of: queue, started: started, labels: ("first", "second"))
     let low = BlockOperation { started.append("low") }
     low.queuePriority = .low
     let high = BlockOperation { started.append("high") }
@@ -1055,14 +1032,9 @@ private func plainStartOrderOfLowThenHighReleasedByOneDependency() -> [String] {
 /// quality of service, and the order the two start in once one slot frees up.
 private func plainQualityAndStartOrderOfABlockAddedAfterAnExplicitlyNormalOperation() -> (blockQuality: QualityOfService?, order: [String]) {
     let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 2
     queue.qualityOfService = .userInitiated
     let started = Recorder<String>()
-    let releaseFirst = Signal()
-    let releaseSecond = Signal()
-    queue.addOperation(gatedOperation("first", started: started, release: releaseFirst))
-    queue.addOperation(gatedOperation("second", started: started, release: releaseSecond))
-    #expect(waitUntil { started.count == 2 })
+    let (releaseFirst, releaseSecond) = takeBothSlots(of: queue, started: started, labels: ("first", "second"))
     let explicit = BlockOperation { started.append("explicit") }
     explicit.queuePriority = .normal
     queue.addOperation(explicit)

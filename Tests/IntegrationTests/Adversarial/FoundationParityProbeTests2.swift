@@ -345,7 +345,7 @@ import TestSupport
         ))
 
         // When the same is done on a suspended AsyncOperationQueue with an operation of `kind`
-        let outcome = cancelWaitingForADependencyOnASuspendedQueue(AsyncOperationQueue()) { body in makeOperation(kind, body) }
+        let outcome = cancelWaitingForADependencyOnASuspendedQueue(AsyncOperationQueue(), finishesAtOnce: kind != .plainOperation) { body in makeOperation(kind, body) }
 
         // Then a plain operation finished only once the queue resumed, and its dependent waited
         // until then; an AsyncOperation finished at once, and its dependent ran
@@ -459,7 +459,7 @@ import TestSupport
     func barrierBlockOnASuspendedQueue_runsInFoundationsOrder_onceTheQueueResumes(scene: BarrierScene) {
         // Given Foundation's answer: a barrier placed on a suspended queue, empty or holding an
         // operation, then an operation added after it
-        let reference = barrierOnASuspendedQueue(OperationQueue(), scene: scene) { label, log in
+        let reference = barrierOnASuspendedQueue(OperationQueue(), scene: scene, expectsBarrierWhileSuspended: scene == .emptyQueue) { label, log in
             BlockOperation { log.append(label) }
         }
         switch scene {
@@ -714,14 +714,6 @@ private final class StartLog: @unchecked Sendable {
     }
 }
 
-/// A plain operation that records `label` as it starts and blocks until `release` fires.
-private func blockingOperation(_ label: String, started: Recorder<String>, release: Signal) -> BlockOperation {
-    BlockOperation {
-        started.append(label)
-        _ = release.wait(timeout: blockingTimeout)
-    }
-}
-
 /// What a completion block saw of where it ran.
 private struct CompletionSighting: Sendable, Equatable {
     let finished: Bool
@@ -937,7 +929,9 @@ private struct SuspendedCancel: Sendable, Equatable {
 
 /// On suspended `queue`, an operation waits for a dependency running elsewhere, and a plain
 /// operation of a third queue for it; it is cancelled, then the queue resumes.
-private func cancelWaitingForADependencyOnASuspendedQueue(_ queue: OperationQueue, make: (@escaping @Sendable () -> Void) -> Operation) -> SuspendedCancel {
+/// `finishesAtOnce`: the documented outcome is a finish while suspended and a dependent that
+/// runs, waited for (bounded) rather than given a fixed moment.
+private func cancelWaitingForADependencyOnASuspendedQueue(_ queue: OperationQueue, finishesAtOnce: Bool = false, make: (@escaping @Sendable () -> Void) -> Operation) -> SuspendedCancel {
     let executed = Recorder<String>()
     let release = Signal()
     let dependency = BlockOperation { _ = release.wait(timeout: blockingTimeout) }
@@ -953,7 +947,11 @@ private func cancelWaitingForADependencyOnASuspendedQueue(_ queue: OperationQueu
     Thread.sleep(forTimeInterval: 0.05)
 
     waiting.cancel()
-    Thread.sleep(forTimeInterval: 0.1) // a finish while suspended, and the dependent, would come now
+    if finishesAtOnce {
+        _ = waitUntil { executed.all.contains("dependent") }
+    } else {
+        Thread.sleep(forTimeInterval: 0.1) // a finish while suspended, and the dependent, would come now
+    }
     let readyWhileSuspended = waiting.isReady
     let finishedWhileSuspended = waiting.isFinished
     let dependentRanWhileSuspended = executed.all.contains("dependent")
@@ -976,13 +974,8 @@ private func cancelWaitingForADependencyOnASuspendedQueue(_ queue: OperationQueu
 /// one slot frees up.
 private func plainStartOrderOfTwoWaitingForASlot(configure: (Operation, Operation) -> Void, change: (Operation, Operation) -> Void) -> [String] {
     let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 2
     let started = Recorder<String>()
-    let releaseFirst = Signal()
-    let releaseSecond = Signal()
-    queue.addOperation(blockingOperation("blocker", started: started, release: releaseFirst))
-    queue.addOperation(blockingOperation("blocker", started: started, release: releaseSecond))
-    #expect(waitUntil { started.count == 2 })
+    let (releaseFirst, releaseSecond) = takeBothSlots(of: queue, started: started)
     let first = BlockOperation { started.append("first") }
     let second = BlockOperation { started.append("second") }
     configure(first, second)
@@ -1003,11 +996,8 @@ private func asyncStartOrderOfTwoWaitingForASlot(
     change: (Operation, Operation) -> Void
 ) -> [String] {
     let queue = AsyncOperationQueue()
-    queue.maxConcurrentOperationCount = 2
     let held = HeldOperations()
-    let blockers = [uniqueName("blocker"), uniqueName("blocker")]
-    queue.addOperations(blockers.map(held.make), waitUntilFinished: false)
-    #expect(blockers.allSatisfy { held.waitUntilStarted($0) })
+    let (firstBlocker, secondBlocker) = takeBothSlots(of: queue, with: held)
     let started = Recorder<String>()
     let first = AsyncBlockOperation { started.append("first") }
     let second = AsyncBlockOperation { started.append("second") }
@@ -1022,9 +1012,9 @@ private func asyncStartOrderOfTwoWaitingForASlot(
     #expect(waitUntil { queue.allOperationCount == 4 })
     Thread.sleep(forTimeInterval: 0.05) // both are waiting, wherever the queue keeps them
     #expect(started.count == 0)
-    held.finish(blockers[0])
+    held.finish(firstBlocker)
     #expect(waitUntil { started.count == 2 })
-    held.finish(blockers[1])
+    held.finish(secondBlocker)
     return started.all
 }
 
@@ -1093,9 +1083,12 @@ private struct SuspendedBarrier: Sendable, Equatable {
 
 /// Suspends `queue`, adds "earlier" if `scene` says, places a barrier, adds "later", waits a
 /// while, then resumes the queue.
+/// `expectsBarrierWhileSuspended`: the barrier should run while the queue is suspended, and is
+/// waited for (bounded) rather than given a fixed moment.
 private func barrierOnASuspendedQueue(
     _ queue: OperationQueue,
     scene: FoundationParityProbeTests2.BarrierScene,
+    expectsBarrierWhileSuspended: Bool = false,
     make: (String, Recorder<String>) -> Operation
 ) -> SuspendedBarrier {
     let log = Recorder<String>()
@@ -1110,7 +1103,11 @@ private func barrierOnASuspendedQueue(
     let later = make("later", log)
     operations.append(later)
     queue.addOperation(later)
-    Thread.sleep(forTimeInterval: 0.2) // a barrier that runs while suspended runs now
+    if expectsBarrierWhileSuspended {
+        _ = waitUntil { log.all.contains("barrier") }
+    } else {
+        Thread.sleep(forTimeInterval: 0.2) // a barrier that runs while suspended runs now
+    }
     let whileSuspended = log.all
     queue.isSuspended = false
     #expect(waitUntilFinished(operations))

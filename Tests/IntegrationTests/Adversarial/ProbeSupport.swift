@@ -1,3 +1,4 @@
+import Foundation
 import Conditions
 import Operations
 import Testing
@@ -15,4 +16,38 @@ func startHoldingACategory() -> (x: String, held: HeldOperations, holderName: St
     queue.addOperation(holder)
     #expect(held.waitUntilStarted(holderName))
     return (x, held, holderName, holder, queue)
+}
+
+/// A plain operation that records `label` in `started` as it starts, and blocks until `release`
+/// fires. Shared by the parity probes.
+func gatedOperation(_ label: String, started: Recorder<String>, release: Signal) -> BlockOperation {
+    let operation = BlockOperation {
+        started.append(label)
+        _ = release.wait(timeout: blockingTimeout)
+    }
+    operation.name = label
+    return operation
+}
+
+/// Makes `queue` of width 2 and takes both its slots with gated operations recording `labels`:
+/// their release signals, once both started.
+func takeBothSlots(of queue: OperationQueue, started: Recorder<String>, labels: (String, String) = ("blocker", "blocker")) -> (first: Signal, second: Signal) {
+    queue.maxConcurrentOperationCount = 2
+    let first = Signal()
+    let second = Signal()
+    queue.addOperation(gatedOperation(labels.0, started: started, release: first))
+    queue.addOperation(gatedOperation(labels.1, started: started, release: second))
+    #expect(waitUntil { started.count >= 2 })
+    return (first, second)
+}
+
+/// Makes `queue` of width 2 and takes both its slots with operations of `held`: their names,
+/// once both started.
+func takeBothSlots(of queue: AsyncOperationQueue, with held: HeldOperations) -> (first: String, second: String) {
+    queue.maxConcurrentOperationCount = 2
+    let first = uniqueName("blocker")
+    let second = uniqueName("blocker")
+    queue.addOperations([held.make(first), held.make(second)], waitUntilFinished: false)
+    #expect(held.waitUntilStarted(first) && held.waitUntilStarted(second))
+    return (first, second)
 }
