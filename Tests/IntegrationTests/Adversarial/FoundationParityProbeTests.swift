@@ -520,7 +520,8 @@ import TestSupport
             queue.addOperations(operations, waitUntilFinished: false)
             queue.isSuspended = false
             #expect(waitUntilFinished(operations))
-            Thread.sleep(forTimeInterval: 0.05)
+            _ = waitUntil { queue.progress.completedUnitCount >= 2 } // counted after the finish
+            Thread.sleep(forTimeInterval: 0.05) // a third unit would be counted now
             return queue.progress.completedUnitCount
         }
         let reference = run(on: OperationQueue())
