@@ -105,7 +105,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         set {
             super.queuePriority = newValue
             if let queue = lifecycle.queue {
-                queue.priorityChanged(of: self, ticket: lifecycle.ticket)
+                queue.placeBySlotPriority(self, ticket: lifecycle.ticket)
             }
         }
     }

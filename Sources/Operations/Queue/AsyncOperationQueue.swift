@@ -639,7 +639,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             )
         }
         if needsSlot && turn.passage == .parked {
-            placeBySlotPriority(operation, ticket: ticket)
+            placeBySlotPriority(operation, ticket: ticket, standingAt: .normal)
         }
         return turn
     }
@@ -668,17 +668,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64) -> QueueScheduler.Passage {
         let passage = state.withLock { $0.scheduler.parkUnlessFreeToTakeCategories(operation, ticket: ticket) }
         if passage == .parked {
-            placeBySlotPriority(operation, ticket: ticket)
+            placeBySlotPriority(operation, ticket: ticket, standingAt: .normal)
         }
         return passage
     }
 
-    /// An operation just parked, perhaps in the slot line, where it joined at `.normal`: it
-    /// takes the place its priority gives it. (Read only now, outside the lock, since a subclass
-    /// may override the properties, and only for an operation that waits: most never do.)
-    private func placeBySlotPriority(_ operation: AsyncOperation, ticket: UInt64) {
+    /// If `operation` waits in the slot line, it takes the place its priority gives it: once it
+    /// parked (it joined at `.normal`, `standingAt`, which needs no change), or when its
+    /// `queuePriority` changed (`standingAt` unknown). The priority is read outside the lock,
+    /// since a subclass may override the properties, and only for an operation that waits: most
+    /// never do.
+    func placeBySlotPriority(_ operation: AsyncOperation, ticket: UInt64, standingAt current: Operation.QueuePriority? = nil) {
         var priority = Self.slotPriority(of: operation)
-        guard priority != .normal else { return }
+        guard priority != current else { return }
         while true {
             state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
             // A priority set meanwhile was applied first: apply it again over the one read before.
@@ -703,12 +705,6 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case .background: return .veryLow
         default: return .normal
         }
-    }
-
-    /// `operation`'s `queuePriority` changed: if it waits for a slot, it moves to its new place.
-    func priorityChanged(of operation: AsyncOperation, ticket: UInt64) {
-        let priority = Self.slotPriority(of: operation)
-        state.withLock { $0.scheduler.priorityChanged(ticket: ticket, to: priority) }
     }
 
     /// Gives an operation that is cleared to run to Foundation's queue, unless it holds categories
