@@ -574,10 +574,12 @@ extension AsyncOperation {
             break
         case let .handOff(queue, ticket, holdsCategories):
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
-        case let .startExecuting(observers, queue):
-            beginExecution(observers: observers, queue: queue) // started by hand: on no queue of ours
+        case let .startExecuting(observers, queue, ticket):
+            beginExecution(observers: observers, queue: queue, ticket: ticket) // started by hand: on no queue of ours
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
+        case let .finish(finishing):
+            perform(finishing)
         }
     }
 }

@@ -176,8 +176,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             switch action {
             case .none:
                 break
-            case let .execute(observers, queue):
-                beginExecution(observers: observers, queue: queue)
+            case let .execute(observers, queue, ticket):
+                beginExecution(observers: observers, queue: queue, ticket: ticket)
             case let .finish(finishing):
                 perform(finishing)
             case .finishNotReady:
@@ -196,11 +196,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         }
     }
 
-    func beginExecution(observers: [any OperationObserver], queue: AsyncOperationQueue?) {
+    func beginExecution(observers: [any OperationObserver], queue: AsyncOperationQueue?, ticket: UInt64) {
         for observer in observers {
             observer.operationDidStart(self)
         }
-        queue?.operationDidStart(self)
+        queue?.operationDidStart(self, ticket: ticket)
         switch lifecycle.startDelivered() {
         case let .finish(heldBack):
             perform(heldBack) // finished while its start was being announced

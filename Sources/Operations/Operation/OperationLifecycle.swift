@@ -532,7 +532,14 @@ struct OperationLifecycle {
     /// Moves a pending operation on when nothing is left to wait for.
     mutating func advanceIfDependenciesFinished() -> AdvanceAction {
         guard case let .pending(placement, attaching) = state else { return .none }
-        if isCancelled { return .finish([]) }
+        if isCancelled {
+            // Cancelled before its queue let it through, with nothing to wait for: it waits for
+            // its turn (a suspended queue's resume, a serial queue's line), skips its conditions,
+            // and finishes when its queue gets to it, as on Foundation's own queue.
+            guard let queue, attaching == 0, cycleDependencyName == nil, unfinishedDependencies.isEmpty else { return .finish([]) }
+            state = .waitingForCategories(placement, Standing())
+            return .proceedWithoutConditions(queue: queue, ticket: placement.ticket)
+        }
         // A cycle waits for the attachments too: they may still bring dependencies, and one
         // that ends after the finish began would keep what the conditions brought until it ends.
         guard attaching == 0 else { return .none }
@@ -1020,10 +1027,14 @@ struct OperationLifecycle {
         /// it give its categories back first).
         case handOff(queue: AsyncOperationQueue?, ticket: UInt64, holdsCategories: Bool)
         /// Started by its caller (or by Foundation after it gave its categories back): execute
-        /// now, telling `queue` (its own, if Foundation started it there) it started.
-        case startExecuting(observers: [any OperationObserver], queue: AsyncOperationQueue?)
+        /// now, telling `queue` (its own, if Foundation started it there) that the operation
+        /// added with `ticket` started.
+        case startExecuting(observers: [any OperationObserver], queue: AsyncOperationQueue?, ticket: UInt64)
         /// The operation already finished; give these categories straight back.
         case releaseAtOnce([String])
+        /// Cancelled while it waited for its turn: its queue got to it, and it finishes now as
+        /// `FinishAction` says, without going to Foundation.
+        case finish(FinishAction)
         case none
     }
 
@@ -1046,10 +1057,13 @@ struct OperationLifecycle {
     /// Conditions passed and categories (if any) are held.
     private mutating func clearedToRun() -> GrantAction {
         guard case .waitingForCategories(var placement, let standing) = state else { return .none }
+        if isCancelled && !placement.startedByCaller && !standing.holds {
+            return .finish(beginFinishing(adding: []))
+        }
         if placement.startedByCaller {
             state = .executing(placement, standing)
             notificationsInFlight += 1
-            return .startExecuting(observers: observers, queue: placement.wasHandedOff ? queue : nil)
+            return .startExecuting(observers: observers, queue: placement.wasHandedOff ? queue : nil, ticket: placement.ticket)
         }
         placement.wasHandedOff = true
         state = .ready(placement, standing, finishRequested: false)
@@ -1226,8 +1240,9 @@ struct OperationLifecycle {
 
     enum StartAction {
         case none
-        /// Tell `observers` and the queue's delegate (of `queue`) it started, then execute.
-        case execute(observers: [any OperationObserver], queue: AsyncOperationQueue?)
+        /// Tell `observers`, and `queue` (its own, if Foundation started it there) that the
+        /// operation added with `ticket` started, then execute.
+        case execute(observers: [any OperationObserver], queue: AsyncOperationQueue?, ticket: UInt64)
         case finish(FinishAction)
         case finishNotReady
         case runPipelineInline([any OperationCondition])
@@ -1248,7 +1263,7 @@ struct OperationLifecycle {
             }
             state = .executing(placement, standing)
             notificationsInFlight += 1
-            return .execute(observers: observers, queue: queue)
+            return .execute(observers: observers, queue: queue, ticket: placement.ticket)
         case .initialized:
             if isCancelled { return .finish(beginFinishing(adding: [])) }
             guard unfinishedDependencies.isEmpty else { return .finishNotReady }

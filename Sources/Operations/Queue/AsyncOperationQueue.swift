@@ -805,13 +805,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     // MARK: - Events from operations
 
-    func operationDidStart(_ operation: AsyncOperation) {
-        state.withLock { $0.settings.delegateIfSet }?.operationQueue(self, didStart: operation)
+    /// `operation`, added with `ticket`, started: on a serial queue the next one may go to
+    /// Foundation now.
+    func operationDidStart(_ operation: AsyncOperation, ticket: UInt64) {
+        let (delegate, letThrough) = state.withLock { state in
+            (state.settings.delegateIfSet, state.scheduler.handedOffOperationStarted(ticket: ticket))
+        }
+        if let letThrough {
+            perform(letThrough)
+        }
+        delegate?.operationQueue(self, didStart: operation)
     }
 
     func operationDidFinish(_ operation: AsyncOperation, ticket: UInt64, errors: [any Error], wasHandedOff: Bool) {
         let (delegate, group, letThrough) = state.withLock { state in
-            let letThrough = wasHandedOff ? QueueScheduler.LetThrough() : state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
+            let letThrough = wasHandedOff
+                ? state.scheduler.handedOffOperationStarted(ticket: ticket) ?? QueueScheduler.LetThrough() // if it finished unstarted
+                : state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
             return (state.settings.delegateIfSet, state.settings.groupIfSet, letThrough)
         }
         perform(letThrough)
@@ -853,17 +863,26 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// How many operations may execute at once; 1 makes the queue serial: operations then start
-    /// in the order they were added (once their dependencies finished), whatever their conditions
-    /// and categories.
+    /// in the order they were added (once their dependencies finished), whatever their conditions,
+    /// categories and priorities (plain Foundation operations aside: see the README's known
+    /// limitations).
     open override var maxConcurrentOperationCount: Int {
         get { super.maxConcurrentOperationCount }
         set {
             let narrower = Self.isNarrower(newValue, than: super.maxConcurrentOperationCount)
-            super.maxConcurrentOperationCount = newValue
+            if narrower {
+                super.maxConcurrentOperationCount = newValue
+            }
             let (letThrough, onTheirWay) = state.withLock { state in
                 (state.scheduler.setWidth(newValue), narrower ? state.scheduler.allWaiting : [])
             }
             perform(letThrough)
+            if !narrower {
+                // Widened only now: those a serial queue held back reach Foundation while it is
+                // still serial, and it ranks them as it ranks operations added to a serial queue
+                // (by `queuePriority` alone), then starts them by rank as the slots open.
+                super.maxConcurrentOperationCount = newValue
+            }
             if narrower {
                 // Operations that Foundation has not started may now wait long for a slot, maybe
                 // for one a group holds until its child gets their categories: they give them
@@ -906,7 +925,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private var allOperationsIncludingBarriers: [Operation] {
         let waiting = state.withLock { $0.scheduler.allWaiting }
         let running = super.operations
-        guard !waiting.isEmpty else { return running }
+        // Foundation's list is in the order Foundation was given them, which is not add order
+        // once an operation waited in the scheduler (for a dependency, say) while a later one went.
         var seen = Set<ObjectIdentifier>()
         var merged: [(ticket: UInt64, operation: Operation)] = []
         merged.reserveCapacity(waiting.count + running.count)
@@ -915,7 +935,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
         var previousTicket: UInt64 = 0
         for operation in running where seen.insert(ObjectIdentifier(operation)).inserted {
-            // Foundation's list is in add order; an operation from elsewhere keeps its place.
+            // An operation that came to Foundation by another way (none of ours gives it a ticket)
+            // keeps its place after the one before it.
             let ticket = Self.ticket(of: operation) ?? previousTicket
             previousTicket = ticket
             merged.append((ticket, operation))

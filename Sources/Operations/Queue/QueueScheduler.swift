@@ -9,9 +9,11 @@ import Foundation
 /// towards execution); the queue does it after unlocking.
 ///
 /// - A **serial** queue (`maxConcurrentOperationCount == 1`) lets one operation at a time go
-///   from "its dependencies finished" to "handed to Foundation" (the *turn*), in the order the
-///   operations were added, so conditions and categories never reorder it. Operations that need
-///   neither conditions nor categories, and plain Foundation operations, wait in the same line.
+///   from "its dependencies finished" to "started by Foundation" (the *turn*), in the order the
+///   operations were added, so conditions, categories and priorities never reorder it.
+///   Operations that need neither conditions nor categories, and plain Foundation operations,
+///   wait in the same line; a plain operation's turn ends once Foundation has it (the queue does
+///   not watch it start).
 /// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
 ///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
 ///   order, once the queue resumes.
@@ -105,9 +107,10 @@ struct QueueScheduler {
     /// The operations waiting in line, in the order they will be let through.
     var waiting: [Waiter] { line.waiters }
     /// Operations let through and not yet handed off (evaluating conditions, waiting for
-    /// categories or a slot), by ticket: on a serial queue, the one whose *turn* it is. Kept on
-    /// every queue, so that a queue made serial while several are under way lets nothing else
-    /// go before all of them have been handed off.
+    /// categories or a slot), or, on a serial queue, handed off and not yet started, by ticket:
+    /// on a serial queue, the one whose *turn* it is. Kept on every queue, so that a queue made
+    /// serial while several are under way lets nothing else go before all of them have been
+    /// handed off.
     private(set) var inProgress = FibonacciSet<TicketKeying>()
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
@@ -221,7 +224,7 @@ struct QueueScheduler {
         if waits {
             insert(.handOff(operation, ticket: ticket))
         } else {
-            send(operation, into: &letThrough)
+            send(operation, ticket: ticket, into: &letThrough)
         }
         drainSlotLine(into: &letThrough)
         return .kept(letThrough)
@@ -362,11 +365,21 @@ struct QueueScheduler {
             return .giveBackCategories
         }
         var letThrough = LetThrough()
-        send(operation, into: &letThrough)
-        if inProgress.remove(ticket) {
+        send(operation, ticket: ticket, into: &letThrough)
+        if !isSerial, inProgress.remove(ticket) { // on a serial queue the turn lasts until it starts
             drain(into: &letThrough)
         }
         return .handOff(letThrough)
+    }
+
+    /// An operation given to Foundation started, or finished without starting: on a serial queue
+    /// its turn ends, and the next operation in line goes on. `nil` if it held no turn (the usual
+    /// case, answered without building a let-through list).
+    mutating func handedOffOperationStarted(ticket: UInt64) -> LetThrough? {
+        guard inProgress.remove(ticket) else { return nil }
+        var letThrough = LetThrough()
+        drain(into: &letThrough)
+        return letThrough
     }
 
     /// An operation finished before it was given to Foundation (cancelled, or a condition failed).
@@ -446,9 +459,16 @@ struct QueueScheduler {
 
     /// Sends an operation cleared to run towards Foundation: straight in `letThrough`, or, on a
     /// serial queue, through the outbox, whose deliverer the caller becomes if there is none.
-    private mutating func send(_ operation: Operation, into letThrough: inout LetThrough) {
+    ///
+    /// On a serial queue an `AsyncOperation` keeps the turn until it starts
+    /// (`handedOffOperationStarted(ticket:)`): Foundation's serial queue starts the highest
+    /// `queuePriority` among those it holds, so it is given one at a time, in add order.
+    private mutating func send(_ operation: Operation, ticket: UInt64, into letThrough: inout LetThrough) {
         if operation is AsyncOperation {
             handingOff += 1 // takes a slot from now on, though held until Foundation has it
+            if isSerial {
+                inProgress.insert(ticket)
+            }
         }
         guard usesOutbox else {
             letThrough.handOff.append(operation)
@@ -576,7 +596,7 @@ struct QueueScheduler {
         }
         while let waiter = line.removeFirst() {
             release(waiter, into: &letThrough)
-            if case .proceed = waiter { return }
+            if !inProgress.isEmpty { return } // it took the turn: one that goes on, or an `AsyncOperation` until it starts
         }
     }
 
@@ -606,8 +626,8 @@ struct QueueScheduler {
 
     private mutating func release(_ waiter: Waiter, into letThrough: inout LetThrough) {
         switch waiter {
-        case let .handOff(operation, _):
-            send(operation, into: &letThrough)
+        case let .handOff(operation, ticket):
+            send(operation, ticket: ticket, into: &letThrough)
         case let .proceed(operation, ticket):
             inProgress.insert(ticket)
             letThrough.proceed.append(operation)

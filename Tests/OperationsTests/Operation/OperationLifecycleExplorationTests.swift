@@ -228,13 +228,15 @@ private enum Grant: Hashable, CustomStringConvertible {
     case none, releaseAtOnce
     case handOff(holdsCategories: Bool)
     case startExecuting(observers: Int)
+    case finish(Finish)
 
     init(_ action: OperationLifecycle.GrantAction) {
         switch action {
         case .none: self = .none
         case .releaseAtOnce: self = .releaseAtOnce
+        case let .finish(action): self = .finish(Finish(action))
         case let .handOff(_, _, holds): self = .handOff(holdsCategories: holds)
-        case let .startExecuting(observers, _): self = .startExecuting(observers: observers.count)
+        case let .startExecuting(observers, _, _): self = .startExecuting(observers: observers.count)
         }
     }
 
@@ -244,6 +246,7 @@ private enum Grant: Hashable, CustomStringConvertible {
         case .releaseAtOnce: ".releaseAtOnce"
         case let .handOff(holds): ".handOff(holdsCategories: \(holds))"
         case let .startExecuting(observers): ".startExecuting(observers: \(observers))"
+        case let .finish(finish): ".finish(\(finish))"
         }
     }
 }
@@ -793,7 +796,7 @@ private struct Explorer {
         switch action {
         case .none, .reportOutOfTurn:
             return []
-        case let .execute(observers, _):
+        case let .execute(observers, _, _):
             checkExecutionDecided(in: &world, by: caller)
             return [.deliverDidStart(observers: observers.count)]
         case let .finish(action):
@@ -971,6 +974,8 @@ private struct Explorer {
                 return world.life.queue == nil ? [] : [.queueHandOff(holdsCategories: holds)]
             case let .startExecuting(observers):
                 return [.deliverDidStart(observers: observers)]
+            case let .finish(finish):
+                return [.perform(finish)]
             case .releaseAtOnce:
                 let categories = world.life.categories // what the operation gives back
                 if categories.sorted() != scope.categories.sorted() {

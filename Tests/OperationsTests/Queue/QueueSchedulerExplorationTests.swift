@@ -4,8 +4,8 @@ import Testing
 import TestSupport
 
 // Every order of events for small scopes of the queue's scheduling rules, without threads: adds,
-// dependencies finishing, conditions passing, categories granted, cancellations, suspensions and
-// resumes, on serial and concurrent queues. The model plays the queue's part (it performs the
+// dependencies finishing, conditions passing, categories granted, Foundation starting what it was
+// given, cancellations, suspensions and resumes, on serial and concurrent queues. The model plays the queue's part (it performs the
 // scheduler's actions as `AsyncOperationQueue` does); the invariants are checked in every state.
 
 /// What one operation of the model needs before it can run.
@@ -37,6 +37,8 @@ private enum Stage: Equatable, CustomStringConvertible {
     /// Given back its category (its queue was suspended, or had no free slot), about to park.
     case givingBack
     case handedOff
+    /// Handed off and started by Foundation (an `AsyncOperation`: the queue hears of it).
+    case started
     /// Handed off, finished, and let go of by Foundation: its slot is free again.
     case left
     case finishedBeforeHandOff
@@ -50,6 +52,7 @@ private enum Stage: Equatable, CustomStringConvertible {
         case .acquiring: "acq"
         case .givingBack: "back"
         case .handedOff: "off"
+        case .started: "run"
         case .left: "left"
         case .finishedBeforeHandOff: "fin"
         }
@@ -128,7 +131,7 @@ private struct SchedulerModel {
     mutating func handOff(_ operations: some Sequence<Operation>) {
         for operation in operations {
             let index = index(of: operation)
-            if stages[index] == .handedOff { violations.append("op\(index) handed off twice") }
+            if [.handedOff, .started].contains(stages[index]) { violations.append("op\(index) handed off twice") }
             stages[index] = .handedOff
             handOffOrder.append(index)
             if wentAt[index] == nil {
@@ -140,7 +143,7 @@ private struct SchedulerModel {
 
     /// Operations of this queue with Foundation and not gone: those using (or waiting for) a slot.
     var withFoundation: Int {
-        stages.enumerated().filter { $0.element == .handedOff && needs[$0.offset] != .plain }.count
+        stages.enumerated().filter { [.handedOff, .started].contains($0.element) && needs[$0.offset] != .plain }.count
     }
 
     /// `AsyncOperation.continueTowardsExecution()`.
@@ -224,6 +227,9 @@ private struct SchedulerModel {
             case .givingBack:
                 events.append(ExplorationEvent("park op\(index)") { $0.acquire(index) })
             case .handedOff where needs[index] != .plain:
+                events.append(ExplorationEvent("start op\(index)") { $0.start(index) })
+                events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) }) // cancelled: finished unstarted
+            case .started:
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) })
             default:
                 break
@@ -325,9 +331,20 @@ private struct SchedulerModel {
         perform(scheduler.operationLeft().letThrough)
     }
 
-    /// A handed-off operation finished and Foundation let go of it.
+    /// Foundation started a handed-off operation (`AsyncOperationQueue.operationDidStart`).
+    mutating func start(_ index: Int) {
+        stages[index] = .started
+        if let letThrough = scheduler.handedOffOperationStarted(ticket: ticket(index)) {
+            perform(letThrough)
+        }
+    }
+
+    /// A handed-off operation finished (started or not) and Foundation let go of it.
     mutating func leave(_ index: Int) {
         stages[index] = .left
+        if let letThrough = scheduler.handedOffOperationStarted(ticket: ticket(index)) { // `operationDidFinish`
+            perform(letThrough)
+        }
         perform(scheduler.operationLeft().letThrough)
     }
 
@@ -352,10 +369,12 @@ private struct SchedulerModel {
         #expect(tickets == tickets.sorted(), "line out of order \(tickets) after \(trail)")
         #expect(Set(tickets).count == tickets.count, "an operation twice in line \(tickets) after \(trail)")
         if scheduler.isSerial {
-            let going = stages.filter { [.evaluatingConditions, .acquiring, .givingBack].contains($0) }.count
-            #expect(going <= 1, "\(going) operations going at once on a serial queue after \(trail)")
+            let going = stages.enumerated().filter { index, stage in
+                [.evaluatingConditions, .acquiring, .givingBack].contains(stage) || stage == .handedOff && needs[index] != .plain
+            }.count
+            #expect(going <= 1, "\(going) operations going (or given to Foundation, not started) at once on a serial queue after \(trail)")
         }
-        for (index, stage) in stages.enumerated() where [.handedOff, .left, .finishedBeforeHandOff].contains(stage) {
+        for (index, stage) in stages.enumerated() where [.handedOff, .started, .left, .finishedBeforeHandOff].contains(stage) {
             #expect(!scheduler.waiting.contains { $0.operation === operations[index] }, "op\(index) done but in line after \(trail)")
             #expect(!scheduler.slotLine.waiters.contains { $0.operation === operations[index] }, "op\(index) done but in the slot line after \(trail)")
         }

@@ -61,6 +61,44 @@ struct SerialOrderTests {
         #expect(log.all == ["A", "B", "C", "D"])
     }
 
+    // Found by a parity probe: Foundation's serial queue starts the highest `queuePriority` among
+    // the operations it holds, so operations given to it together started by priority.
+    @Test(arguments: [true, false])
+    func serialQueue_startsInAddOrder_whateverThePriorities(acrossASuspension: Bool) {
+        // Given a serial queue, suspended or busy with an operation
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = acrossASuspension
+        let held = HeldOperations()
+        let first = held.make("first")
+        queue.addOperation(first)
+        if !acrossASuspension {
+            #expect(held.waitUntilStarted("first"))
+        }
+
+        // When operations are added lowest priority first, with and without conditions
+        let log = Recorder<String>()
+        let priorities: [Operation.QueuePriority] = [.veryLow, .low, .normal, .high, .veryHigh]
+        let later = priorities.enumerated().map { index, priority -> AsyncBlockOperation in
+            let operation = AsyncBlockOperation { log.append("\(index)") }
+            operation.queuePriority = priority
+            if index % 2 == 1 {
+                operation.addCondition(StubCondition.satisfied())
+            }
+            return operation
+        }
+        for operation in later {
+            queue.addOperation(operation)
+        }
+        queue.isSuspended = false
+        #expect(held.waitUntilStarted("first"))
+        held.finish("first")
+
+        // Then they start in the order they were added
+        #expect(waitUntilFinished([first] + later))
+        #expect(log.all == ["0", "1", "2", "3", "4"])
+    }
+
     @Test func serialQueue_resumed_startsReadyOperationsInAddOrder_addedOneByOne() {
         // Given a suspended serial queue given the same four kinds of operations one by one
         let queue = AsyncOperationQueue()
