@@ -575,7 +575,7 @@ extension AsyncOperation {
         case let .handOff(queue, ticket, holdsCategories):
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
         case let .startExecuting(observers, queue, ticket):
-            beginExecution(observers: observers, queue: queue, ticket: ticket) // started by hand: on no queue of ours
+            beginExecution(observers: observers, queue: queue, ticket: ticket) // by hand, or by Foundation after giving categories back
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
         case let .finish(finishing):

@@ -15,7 +15,8 @@ struct OperationLifecycle {
         /// On a queue, waiting for dependencies.
         case pending
         case evaluatingConditions
-        /// Conditions passed; waiting for mutually exclusive categories (or for a suspended queue).
+        /// Conditions passed (or skipped: cancelled before its queue let it through); waiting for
+        /// mutually exclusive categories, for its turn or for a suspended queue.
         case waitingForCategories
         /// Cleared to run: handed to Foundation's queue, which will call `start()`.
         case ready
@@ -92,7 +93,8 @@ struct OperationLifecycle {
         /// Its conditions are being evaluated; `dispatched` once they were handed out (not while
         /// parked by a suspended queue).
         case evaluatingConditions(Placement, Standing, ConditionEvaluation, dispatched: Bool)
-        /// Conditions passed; waiting for its categories (or for its turn, or a resume).
+        /// Conditions passed (or skipped: cancelled before its queue let it through); waiting for
+        /// its categories (or for its turn, or a resume).
         case waitingForCategories(Placement, Standing)
         /// Cleared to run: handed to Foundation's queue, which will call `start()`.
         /// `finishRequested`: `finish(with:)` came before that start; it finishes there.
@@ -470,7 +472,8 @@ struct OperationLifecycle {
         case none
         /// Evaluate the conditions, when `queue` (if any) gives the operation its turn.
         case evaluateConditions([any OperationCondition], queue: AsyncOperationQueue?, ticket: UInt64)
-        /// No conditions: go on to hand-off, when `queue` (if any) gives the operation its turn.
+        /// No conditions (or cancelled: they are skipped): go on to hand-off (or, cancelled, to
+        /// the finish), when `queue` (if any) gives the operation its turn.
         case proceedWithoutConditions(queue: AsyncOperationQueue?, ticket: UInt64)
         case finish([any Error])
         /// Finish with `AsyncOperationError.dependencyCycle`: `finishClosingCycle(operationName:)`.

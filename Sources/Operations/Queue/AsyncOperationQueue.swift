@@ -811,10 +811,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         let (delegate, letThrough) = state.withLock { state in
             (state.settings.delegateIfSet, state.scheduler.handedOffOperationStarted(ticket: ticket))
         }
+        delegate?.operationQueue(self, didStart: operation) // before the next one can finish
         if let letThrough {
             perform(letThrough)
         }
-        delegate?.operationQueue(self, didStart: operation)
     }
 
     func operationDidFinish(_ operation: AsyncOperation, ticket: UInt64, errors: [any Error], wasHandedOff: Bool) {
@@ -864,8 +864,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// How many operations may execute at once; 1 makes the queue serial: operations then start
     /// in the order they were added (once their dependencies finished), whatever their conditions,
-    /// categories and priorities (plain Foundation operations aside: see the README's known
-    /// limitations).
+    /// categories and priorities (plain Foundation operations aside, and those already with
+    /// Foundation when the queue was made serial: see the README's known limitations).
     open override var maxConcurrentOperationCount: Int {
         get { super.maxConcurrentOperationCount }
         set {

@@ -110,7 +110,7 @@ struct QueueScheduler {
     /// categories or a slot), or, on a serial queue, handed off and not yet started, by ticket:
     /// on a serial queue, the one whose *turn* it is. Kept on every queue, so that a queue made
     /// serial while several are under way lets nothing else go before all of them have been
-    /// handed off.
+    /// handed off (and those handed off since, started).
     private(set) var inProgress = FibonacciSet<TicketKeying>()
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0

@@ -12,7 +12,7 @@ extension AsyncOperation {
     /// cancellation finished it on the spot). The operation finishes on its own, promptly unless
     /// its `execute()` ignores cancellation or its queue is suspended. On no queue, nothing would
     /// ever finish it, so the wait also reports `.awaitedOffQueue`; the operation stays cancelled
-    /// and finishes as soon as it is added to a queue or started. An operation still on no queue
+    /// and finishes once started, or once its queue gets to it (at once on a running queue). An operation still on no queue
     /// a second after the wait began is reported as `.awaitedOffQueue` too (to add and await in
     /// one call, use `AsyncOperationQueue.run(_:)`). An operation waiting on a plain Foundation
     /// `OperationQueue` is invisible to the package: it is reported the same way, and the wait
@@ -58,7 +58,7 @@ extension AsyncOperation {
     private func abandon(_ wait: FinishWait) {
         guard wait.end(finished: false) else { return }
         guard lifecycle.phase == .initialized else { return }
-        OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes as soon as it is added to a queue or started")
+        OperationDiagnostics.report(.awaitedOffQueue, self, "the task awaiting the operation was cancelled while the operation was on no queue: the wait ended at once with CancellationError; the operation stays cancelled and finishes once started, or once its queue gets to it")
     }
 
     /// Awaiting an operation that nobody adds to a queue would wait forever, silently: if it is on

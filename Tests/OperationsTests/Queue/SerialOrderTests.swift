@@ -235,4 +235,35 @@ struct SerialOrderTests {
         #expect(waitUntilFinished([first] + later))
         #expect(log.all == ["first", "A", "B", "C", "D"])
     }
+
+    // Found by a parity probe: an operation cancelled before it was added finished at once, even
+    // on a suspended queue, where Foundation's waits for the resume.
+    @Test func operationsCancelledBeforeTheirAdd_waitForTheirTurn_andFinishInAddOrderWithoutRunning() {
+        // Given a suspended serial queue given many operations cancelled before they were added,
+        // among operations that were not
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<Int>()
+        let count = 20_000 // finishing one lets the next on: deep, were that nested
+        let operations = (0..<count).map { index -> AsyncBlockOperation in
+            let operation = AsyncBlockOperation { log.append(index) }
+            operation.completionBlock = { log.append(-index - 1) }
+            if index % 100 != 0 {
+                operation.cancel()
+            }
+            return operation
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+
+        // Then nothing finished while the queue was suspended
+        #expect(operations.allSatisfy { !$0.isFinished })
+
+        // When it resumes
+        queue.isSuspended = false
+
+        // Then every one finished, and only those not cancelled ran, in add order
+        #expect(waitUntilFinished(operations))
+        #expect(log.all.filter { $0 >= 0 } == Array(stride(from: 0, to: count, by: 100)))
+    }
 }
