@@ -796,8 +796,9 @@ private struct Explorer {
         switch action {
         case .none, .reportOutOfTurn:
             return []
-        case let .execute(observers, _, _):
+        case let .execute(observers, queue, ticket):
             checkExecutionDecided(in: &world, by: caller)
+            checkQueueTold(queue, ticket, in: &world, by: caller)
             return [.deliverDidStart(observers: observers.count)]
         case let .finish(action):
             return [.perform(Finish(action))]
@@ -1202,8 +1203,9 @@ private struct Explorer {
 
     /// The lifecycle's answer to a grant; its decision to execute is checked when it is made.
     private func grant(_ action: OperationLifecycle.GrantAction, in world: inout World) -> Step {
-        if case .startExecuting = action {
+        if case let .startExecuting(_, queue, ticket) = action {
             checkExecutionDecided(in: &world, by: "a grant to an operation started by hand")
+            checkQueueTold(queue, ticket, in: &world, by: "a grant to an operation started by Foundation")
         }
         return .grant(Grant(action))
     }
@@ -1228,6 +1230,14 @@ private struct Explorer {
             world.violate("\(caller) decided to execute before its conditions were satisfied")
         }
         if !scope.categories.isEmpty && !world.weHold { world.violate("\(caller) decided to execute without its category") }
+    }
+
+    /// An operation its queue gave to Foundation tells that queue when it starts (a serial queue's
+    /// turn lasts until then): the action names the queue, and the ticket it was added with.
+    private func checkQueueTold(_ queue: AsyncOperationQueue?, _ ticket: UInt64, in world: inout World, by caller: String) {
+        guard world.onFoundation, world.life.queue != nil, !scope.isMisuse else { return }
+        if queue == nil { world.violate("\(caller) executes an operation its queue gave to Foundation without telling the queue") }
+        if ticket != world.life.ticket { world.violate("\(caller) names ticket \(ticket), not the one it was added with") }
     }
 
     private func giveToFoundation(in world: inout World, by cause: String) {
