@@ -877,21 +877,19 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 (state.scheduler.setWidth(newValue), narrower ? state.scheduler.allWaiting : [])
             }
             perform(letThrough)
-            if !narrower {
+            guard narrower else {
                 // Widened only now: those a serial queue held back reach Foundation while it is
                 // still serial, and it ranks them as it ranks operations added to a serial queue
                 // (by `queuePriority` alone), then starts them by rank as the slots open.
                 super.maxConcurrentOperationCount = newValue
+                return
             }
-            if narrower {
-                // Operations that Foundation has not started may now wait long for a slot, maybe
-                // for one a group holds until its child gets their categories: they give them
-                // back, and ask again once started. Those still on their way to Foundation are
-                // held until it has them, so between the two lists (read in this order) none is
-                // missed.
-                for case let operation as AsyncOperation in onTheirWay + super.operations {
-                    operation.yieldCategoriesUntilStarted()
-                }
+            // Operations that Foundation has not started may now wait long for a slot, maybe for
+            // one a group holds until its child gets their categories: they give them back, and
+            // ask again once started. Those still on their way to Foundation are held until it
+            // has them, so between the two lists (read in this order) none is missed.
+            for case let operation as AsyncOperation in onTheirWay + super.operations {
+                operation.yieldCategoriesUntilStarted()
             }
         }
     }

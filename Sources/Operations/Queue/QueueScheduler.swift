@@ -376,6 +376,12 @@ struct QueueScheduler {
     /// its turn ends, and the next operation in line goes on. `nil` if it held no turn (the usual
     /// case, answered without building a let-through list).
     mutating func handedOffOperationStarted(ticket: UInt64) -> LetThrough? {
+        endTurn(ticket: ticket)
+    }
+
+    /// The turn of the operation added with `ticket` ends, if it held one: whoever waits in line
+    /// for it goes on; `nil` if it held none.
+    private mutating func endTurn(ticket: UInt64) -> LetThrough? {
         guard inProgress.remove(ticket) else { return nil }
         var letThrough = LetThrough()
         drain(into: &letThrough)
@@ -387,22 +393,14 @@ struct QueueScheduler {
         held.remove(operation)
         line.remove(ticket: ticket)
         slotLine.remove(ticket: ticket)
-        var letThrough = LetThrough()
-        if inProgress.remove(ticket) {
-            drain(into: &letThrough)
-        }
-        return letThrough
+        return endTurn(ticket: ticket) ?? LetThrough()
     }
 
     /// An operation gives up a turn it was given without using it: it finished first, after its
     /// finish was heard (`finishedBeforeHandOff`), or something stood in its way as it was held
     /// with its turn (`OperationLifecycle.EnqueuedHoldingTurn.giveBackTurn`). The turn goes on.
     mutating func turnUnused(ticket: UInt64) -> LetThrough {
-        var letThrough = LetThrough()
-        if inProgress.remove(ticket) {
-            drain(into: &letThrough)
-        }
-        return letThrough
+        endTurn(ticket: ticket) ?? LetThrough()
     }
 
     /// Threads in `waitUntilAllOperationsAreFinished()`, to wake once nothing is left.
