@@ -610,20 +610,6 @@ private func makeOperation(_ kind: FoundationParityProbeTests2.Kind, _ body: @es
     }
 }
 
-/// `operation`, with a condition that answers `.satisfied` from another thread.
-private func conditioned(_ operation: AsyncOperation) -> AsyncOperation {
-    operation.addCondition(StubCondition(name: "AnswersFromAnotherThread") { _, completion in
-        DispatchQueue.global().async { completion(.satisfied) }
-    })
-    return operation
-}
-
-/// `operation`, in a mutually exclusive category of its own.
-private func exclusive(_ operation: AsyncOperation) -> AsyncOperation {
-    operation.addCondition(ExclusiveCategory(uniqueName("own")))
-    return operation
-}
-
 /// Holds `operation` back as `heldBackBy` says (a suspension is the caller's to make).
 private func holdBack(_ operation: AsyncOperation, by heldBackBy: FoundationParityProbeTests2.HeldBackBy) {
     switch heldBackBy {

@@ -724,12 +724,7 @@ private func makeOperation(_ kind: FoundationParityProbeTests3.Kind, _ body: @es
     case .mainOverridingSubclass:
         return MainOverridingOperation(body)
     case .conditionedOperation:
-        let operation = AsyncBlockOperation { body() }
-        operation.addCondition(StubCondition(name: "AnswersFromAnotherThread") { _, completion in
-            DispatchQueue.global().async { completion(.satisfied) }
-        })
-        operation.addCondition(ExclusiveCategory(uniqueName("own")))
-        return operation
+        return exclusive(conditioned(AsyncBlockOperation { body() }))
     }
 }
 

@@ -51,3 +51,18 @@ func takeBothSlots(of queue: AsyncOperationQueue, with held: HeldOperations) -> 
     #expect(held.waitUntilStarted(first) && held.waitUntilStarted(second))
     return (first, second)
 }
+
+/// `operation`, with a condition that answers `.satisfied` from another thread. Shared by the
+/// parity probes.
+func conditioned(_ operation: AsyncOperation) -> AsyncOperation {
+    operation.addCondition(StubCondition(name: "AnswersFromAnotherThread") { _, completion in
+        DispatchQueue.global().async { completion(.satisfied) }
+    })
+    return operation
+}
+
+/// `operation`, in a mutually exclusive category of its own. Shared by the parity probes.
+func exclusive(_ operation: AsyncOperation) -> AsyncOperation {
+    operation.addCondition(ExclusiveCategory(uniqueName("own")))
+    return operation
+}
