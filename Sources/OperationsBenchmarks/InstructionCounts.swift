@@ -20,6 +20,8 @@ enum InstructionCounts {
         Comparison(label: "W4 chain 10k vs our 10k plain", ours: "w4-chain", reference: "w4-plain", target: "(no target)"),
         Comparison(label: "W5 vs our plain at the same count", ours: "w5-ours", reference: "w5-plain", target: "<= 1.20 x"),
         Comparison(label: "W6 vs our plain at the same count", ours: "w6-ours", reference: "w5-plain", target: "<= 1.20 x"),
+        Comparison(label: "W9 serial vs Foundation's serial queue", ours: "w9-ours", reference: "w9-reference", target: "(no target)"),
+        Comparison(label: "W9 serial with a condition vs without", ours: "w9-conditioned", reference: "w9-ours", target: "(no target)"),
     ]
 
     /// Counts every workload the comparisons name and prints the table; the exit status.

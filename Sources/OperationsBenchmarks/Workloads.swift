@@ -3,7 +3,7 @@ import Foundation
 import Observers
 import Operations
 
-/// The workloads W1 to W6 of the benchmark, for this framework and for the references.
+/// The workloads W1 to W6 and W9 of the benchmark, for this framework and for the references.
 enum Workloads {
     /// Every workload at its full size, by name, for `--profile NAME`.
     static let profiled: [String: @Sendable () -> String?] = [
@@ -21,6 +21,9 @@ enum Workloads {
         "w5-plain": { asyncBlocks(20_000) },
         "w5-ours": { observedOperations(20_000) },
         "w6-ours": { conditionedOperations(20_000) },
+        "w9-reference": { foundationSerial(20_000) },
+        "w9-ours": { asyncSerial(20_000) },
+        "w9-conditioned": { asyncSerial(20_000, conditioned: true) },
     ]
 
     // MARK: W1: trivial block operations
@@ -195,6 +198,35 @@ enum Workloads {
         }
         queue.waitUntilAllOperationsAreFinished()
         return expect(tally.count, count, "bodies") ?? expect(checked.count, count, "condition evaluations")
+    }
+
+    // MARK: W9: one serial queue
+
+    static func foundationSerial(_ count: Int) -> String? {
+        let order = OrderCheck()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        for index in 0..<count {
+            queue.addOperation(BlockOperation { order.record(index) })
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(order.count, count, "bodies") ?? (order.isInOrder ? nil : "serial queue ran out of order")
+    }
+
+    /// `conditioned`: each operation has a condition that answers at once, so that each one's
+    /// preparation (its evaluation, its turn) runs as the one before it starts.
+    static func asyncSerial(_ count: Int, conditioned: Bool = false) -> String? {
+        let order = OrderCheck()
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let condition = BlockCondition { true }
+        for index in 0..<count {
+            let operation = AsyncBlockOperation { order.record(index) }
+            if conditioned { operation.addCondition(condition) }
+            queue.addOperation(operation)
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        return expect(order.count, count, "bodies") ?? (order.isInOrder ? nil : "serial queue ran out of order")
     }
 
     private static func expect(_ actual: Int, _ expected: Int, _ what: String) -> String? {

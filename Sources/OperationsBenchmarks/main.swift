@@ -1,6 +1,6 @@
 import Foundation
 
-// Benchmarks W1 to W7 against Foundation and Dispatch, in one process, with every run
+// Benchmarks W1 to W7 and W9 against Foundation and Dispatch, in one process, with every run
 // checked for correctness. Run with `swift run -c release operations-benchmarks`.
 // `--quick` runs each workload once at a tenth of the size (a smoke test).
 
@@ -9,7 +9,7 @@ let quick = arguments.contains("--quick")
 let scale = quick ? 10 : 1
 // `--repetitions N` takes the median of N runs instead of 3.
 let repetitions = quick ? 1 : arguments.firstIndex(of: "--repetitions").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil }.map { max($0, 1) } ?? 3
-// `--only W2` (or W1, W3, W4, W5, W6, W7, memory) runs one section, for profiling and quick checks.
+// `--only W2` (or W1, W3, W4, W5, W6, W7, W9, memory) runs one section, for profiling and quick checks.
 let only: String? = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1].uppercased() : nil }
 
 func shouldRun(_ section: String) -> Bool {
@@ -161,6 +161,18 @@ if shouldRun("W7") {
     ], repetitions: repetitions)
     record(measured)
     rows.append(("W7 vs a bare flock loop", ratio(measured[1], measured[0]), "<= 1.50 x"))
+}
+
+if shouldRun("W9") {
+    print("\nW9: \(20_000 / scale) operations on one serial queue (maxConcurrentOperationCount = 1)")
+    let measured = Harness.compare([
+        ("Foundation BlockOperation on a serial OperationQueue (reference)", { Harness.time { Workloads.foundationSerial(20_000 / scale) } }),
+        ("AsyncBlockOperation on a serial AsyncOperationQueue", { Harness.time { Workloads.asyncSerial(20_000 / scale) } }),
+        ("the same, with a satisfied condition each", { Harness.time { Workloads.asyncSerial(20_000 / scale, conditioned: true) } }),
+    ], repetitions: repetitions)
+    record(measured)
+    rows.append(("W9 serial vs Foundation's serial queue", ratio(measured[1], measured[0]), "(no target)"))
+    rows.append(("W9 serial with a condition vs without", ratio(measured[2], measured[1]), "(no target)"))
 }
 
 if shouldRun("MEMORY") {
