@@ -509,11 +509,15 @@ import TestSupport
     // contribute 1 unit of completion to the overall progress of the queue for operations that
     // are finished by the end of main (operations that override start and do not invoke super
     // will not contribute to progress)". corelibs counts them in `_execute(_:)`.
+    // The queues are serial: corelibs' `Progress` is not safe for two operations of one queue
+    // counted at once (the test process crashed once in `Progress._updateFractionCompleted`,
+    // under `OperationQueue._execute`, with both plain operations running together).
     @Test
     func queueProgress_countsThePlainOperationsThatRan_heldBackBySuspensionToo_asOnAPlainQueue() {
         // Given Foundation's answer for two plain operations and an AsyncOperation added to a
-        // suspended queue reporting progress, then resumed
+        // suspended serial queue reporting progress, then resumed
         func run(on queue: OperationQueue) -> Int64 {
+            queue.maxConcurrentOperationCount = 1
             queue.progress.totalUnitCount = 3
             queue.isSuspended = true
             let operations: [Operation] = [BlockOperation {}, AsyncBlockOperation {}, BlockOperation {}]
