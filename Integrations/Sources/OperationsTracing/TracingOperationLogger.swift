@@ -27,7 +27,9 @@ import Tracing
 /// - **Outcome.** A failed operation records each of its errors and sets the span's status to
 ///   error; a cancelled one adds a `cancelled` event whose `operation.cancel_reason` says why. An
 ///   operation that never started (cancelled while it waited) still gets a span, from its add
-///   to its finish, with `operation.started` false.
+///   to its finish, with `operation.started` false; a group's child that never started is a
+///   child of the group's span even if the group never started either (its span is then made
+///   as the group starts or finishes, with the child's own times).
 ///
 /// Spans are named after the operation and carry `operation.id` and, if the queue was given a
 /// name, `queue.name`. The tracer is
@@ -86,27 +88,48 @@ public final class TracingOperationLogger: OperationLogger, Sendable {
         let span = makeSpan(for: event, pending, at: now, started: true)
         let followers = state.withLock { $0.started(event.operationID, span: span) }
         _ = followers // released outside the lock
+        endSpans(of: pending.finishedChildren, under: span)
     }
 
     private func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) {
-        let id = event.operationID
-        let (running, neverStarted) = state.withLock { ($0.finished(id), $0.takePending(id)) }
-        var span = running
-        if span == nil, let neverStarted {
-            // Never started: a span from its add to its finish, so that its fate is visible.
-            let made = makeSpan(for: event, neverStarted, at: neverStarted.addedAt, started: false)
-            let followers = state.withLock { $0.linkFollowers(of: id, to: made) }
-            _ = followers // released outside the lock
-            span = made
+        switch state.withLock({ $0.finish(event, at: now) }) {
+        case let .started(span):
+            end(span, with: event.errors, at: now)
+        case let .neverStarted(finished):
+            endNeverStarted(finished)
+        case .keptForGroup, .unknown:
+            break
         }
-        guard let span else { return }
-        for error in event.errors {
-            span.recordError(error, attributes: [:], at: now)
+    }
+
+    /// The span of an operation that never started (cancelled while it waited): from its add to
+    /// its finish, so that its fate is visible, with those of its children that never started
+    /// either under it.
+    private func endNeverStarted(_ finished: TracingState.Finished) {
+        let span = makeSpan(for: finished.event, finished.pending, at: finished.pending.addedAt, started: false)
+        let followers = state.withLock { $0.linkFollowers(of: finished.event.operationID, to: span) }
+        _ = followers // released outside the lock
+        endSpans(of: finished.pending.finishedChildren, under: span)
+        end(span, with: finished.event.errors, at: finished.at)
+    }
+
+    /// Children of a group that finished without starting before the group's span existed:
+    /// their spans, under the group's, with the times they had.
+    private func endSpans(of children: [TracingState.Finished], under group: any Span) {
+        for var child in children {
+            child.pending.parent = group.context
+            endNeverStarted(child)
         }
-        if !event.errors.isEmpty {
-            span.setStatus(SpanStatus(code: .error, message: event.errors.map { "\($0)" }.joined(separator: "; ")))
+    }
+
+    private func end(_ span: any Span, with errors: [any Error], at instant: DefaultTracerClock.Instant) {
+        for error in errors {
+            span.recordError(error, attributes: [:], at: instant)
         }
-        span.end(at: now)
+        if !errors.isEmpty {
+            span.setStatus(SpanStatus(code: .error, message: errors.map { "\($0)" }.joined(separator: "; ")))
+        }
+        span.end(at: instant)
     }
 
     private func makeSpan(for event: OperationLogEvent, _ pending: TracingState.Pending, at instant: DefaultTracerClock.Instant, started: Bool) -> any Span {
@@ -140,6 +163,31 @@ struct TracingState: Sendable {
         /// Its dependencies' span contexts, and the dependencies not started yet.
         var links: [ServiceContext] = []
         var events: [SpanEvent] = []
+        /// Its children that finished without starting while it had no span yet (a group that
+        /// has not started): their spans are made under its own once it has one.
+        var finishedChildren: [Finished] = []
+    }
+
+    /// An operation that finished without starting, with what its span needs.
+    struct Finished: Sendable {
+        /// Its `.finished` event: its name, its queue, its errors.
+        var event: OperationLogEvent
+        var pending: Pending
+        /// When it finished.
+        var at: DefaultTracerClock.Instant
+    }
+
+    /// What an operation's finish comes to.
+    enum FinishOutcome {
+        /// It started: end its span.
+        case started(any Span)
+        /// It never started: make its span, from its add to its finish, and end it.
+        case neverStarted(Finished)
+        /// It never started, and neither has its group: its span is made under the group's,
+        /// once the group has one (as it starts, or finishes without starting, after its children).
+        case keptForGroup
+        /// Its add was not heard.
+        case unknown
     }
 
     /// An operation that started: its span, and the operations waiting for its context (they
@@ -199,11 +247,21 @@ struct TracingState: Sendable {
         return waiting
     }
 
-    /// The operation finished: its span, if it started (one that never started is still
-    /// pending, for `takePending`).
-    mutating func finished(_ id: OperationID) -> (any Span)? {
-        guard let span = running.removeValue(forKey: id)?.span else { return nil }
-        followers[id] = nil
-        return span
+    /// The operation finished (`event`, at `now`).
+    mutating func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) -> FinishOutcome {
+        let id = event.operationID
+        if let span = running.removeValue(forKey: id)?.span {
+            followers[id] = nil
+            return .started(span)
+        }
+        guard var operation = pending.removeValue(forKey: id) else { return .unknown }
+        if let groupID = operation.groupID, pending[groupID] != nil {
+            pending[groupID]?.finishedChildren.append(Finished(event: event, pending: operation, at: now))
+            return .keptForGroup
+        }
+        if let groupID = operation.groupID, let group = running[groupID]?.span {
+            operation.parent = group.context
+        }
+        return .neverStarted(Finished(event: event, pending: operation, at: now))
     }
 }

@@ -88,12 +88,7 @@ import Testing
         let fetchID = entries(handler, of: fetch.name!).first?.metadata["operation.id"]
         #expect(fetchID != nil, "the plain operation's `added` was not heard")
         let parseRecords = entries(handler, of: parse.name!)
-        // Known issue: AsyncOperation.makeLogBinding(_:on:) (Sources/Operations/Diagnostics/AsyncOperation+Logging.swift)
-        // takes the ids of `AsyncOperation` dependencies only (`logBinding?.operationID`); the id a plain
-        // operation's `added` record carries is a fresh `OperationID.next()` made in
-        // OperationLogger.log(_:of:on:) (OperationLogger.swift) and remembered nowhere.
-        withKnownIssue("a plain Foundation dependency's id is never named in `operation.dependency_ids`") {
-            #expect(parseRecords.first?.metadata["operation.dependency_ids"] == fetchID.map { .array([$0]) }, "\(parseRecords.first?.metadata ?? [:])")
-        }
+        // The id the plain operation's `added` record carries is kept for it (PlainOperationRegistry).
+        #expect(parseRecords.first?.metadata["operation.dependency_ids"] == fetchID.map { .array([$0]) }, "\(parseRecords.first?.metadata ?? [:])")
     }
 }

@@ -91,15 +91,10 @@ import Tracing
         #expect(made?.parentSpanID == request?.spanID)
         #expect(made?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
         #expect(made?.status?.code == .error)
-        // Known issue: the queue attaches its logger as the operation is added
-        // (AsyncOperation.attach(_:from:), Sources/Operations/Diagnostics/AsyncOperation+Logging.swift), and
-        // AsyncOperationQueue.admit(_:batch:_:) logs only `.added` for an operation that is cancelled already:
-        // the `.cancelled` event (LoggingObserver.operationDidCancel) came before the logger was there, so the
-        // span gets no `cancelled` event.
-        withKnownIssue("a cancellation before the add never reaches the logger: the span has no `cancelled` event") {
-            let cancellation = made?.events.first { $0.name == "cancelled" }
-            #expect(cancellation?.attributes["operation.cancel_reason"]?.toSpanAttribute() == .string("TestFailure(superseded)"), "events: \(made?.events.map(\.name) ?? [])")
-        }
+        // The logger joins as the operation is added, after its cancellation: the queue logs the
+        // `cancelled` it missed right after `added`.
+        let cancellation = made?.events.first { $0.name == "cancelled" }
+        #expect(cancellation?.attributes["operation.cancel_reason"]?.toSpanAttribute() == .string("TestFailure(superseded)"), "events: \(made?.events.map(\.name) ?? [])")
     }
     // TracingOperationLogger: "A group's children are children of the group's span (a retry's attempts, a cascade's steps)." (a group cancelled before it started, so that neither it nor its children ever start)
     @Test func theChildrenOfAGroupCancelledBeforeItStarted_areStillChildrenOfTheGroupsSpan() {
@@ -121,15 +116,10 @@ import Tracing
         let groupSpan = span(tracer, group.name!)
         #expect(groupSpan?.parentSpanID == request?.spanID)
         #expect(groupSpan?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
-        // Known issue: TracingOperationLogger.finish(_:at:) makes a never-started child's span through
-        // TracingState.takePending(_:), which parents it to its group's span only when the group is in
-        // `running`; a group that never started gets its span only at its own finish, which comes after its
-        // children's (API.md 7), so the children fall back to the span current where the group was added.
-        withKnownIssue("children of a group that never started are parented to the request, not to the group's span") {
-            for child in children {
-                let childSpan = span(tracer, child.name!)
-                #expect(childSpan?.parentSpanID == groupSpan?.spanID, "\(child.name!): parent \(String(describing: childSpan?.parentSpanID)), group \(String(describing: groupSpan?.spanID)), request \(String(describing: request?.spanID))")
-            }
+        // The group finishes after its children (API.md 7): their spans wait for the group's.
+        for child in children {
+            let childSpan = span(tracer, child.name!)
+            #expect(childSpan?.parentSpanID == groupSpan?.spanID, "\(child.name!): parent \(String(describing: childSpan?.parentSpanID)), group \(String(describing: groupSpan?.spanID)), request \(String(describing: request?.spanID))")
         }
     }
 }

@@ -2,21 +2,46 @@ import Foundation
 
 extension AsyncOperation {
     /// Attaches `queue`'s logger as the operation is added to it (only one not yet on a queue
-    /// takes it). A group shares it with its children.
-    func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
-        guard logger.minimumLevel < .error else { return } // it would hear nothing
+    /// takes it). A group shares it with its children. Returns the errors of a cancellation
+    /// the logger missed (the operation was cancelled before its add), for `logAdded(afterCancel:)`.
+    func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) -> [any Error]? {
+        guard logger.minimumLevel < .error else { return nil } // it would hear nothing
         let binding = makeLogBinding(logger, on: queue)
-        lifecycle.attachLogger(binding, observer: binding)
+        let attachment = lifecycle.attachLogger(binding, observer: binding)
         (self as? GroupOperation)?.shareLogging()
+        guard case let .attachedAfterCancel(errors) = attachment else { return nil }
+        return errors
     }
 
     /// Attaches the logger its group's queue gained after it was added there (the group joined
     /// a logging queue), and logs its `.added` then.
     func adopt(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
         let binding = makeLogBinding(logger, on: queue)
-        guard lifecycle.adoptLogger(binding, observer: binding) == .added else { return }
-        binding.log(.added, of: self)
+        switch lifecycle.adoptLogger(binding, observer: binding) {
+        case .notAttached:
+            return
+        case .attached:
+            logAdded(through: binding, afterCancel: nil)
+        case let .attachedAfterCancel(errors):
+            logAdded(through: binding, afterCancel: errors)
+        }
         (self as? GroupOperation)?.shareLogging()
+    }
+
+    /// Logs `.added` and, for an operation cancelled before its logger joined, the
+    /// `.cancelled` its observers heard without it (`afterCancel`: its errors then), so that a
+    /// logger hears every cancellation once, in order.
+    func logAdded(afterCancel missedCancel: [any Error]?) {
+        if let binding = logBinding {
+            logAdded(through: binding, afterCancel: missedCancel)
+        }
+    }
+
+    private func logAdded(through binding: LoggingObserver, afterCancel missedCancel: [any Error]?) {
+        binding.log(.added, of: self)
+        if let missedCancel {
+            binding.log(.cancelled, of: self, errors: missedCancel)
+        }
     }
 
     private func makeLogBinding(_ logger: any OperationLogger, on queue: AsyncOperationQueue) -> LoggingObserver {
@@ -25,8 +50,17 @@ extension AsyncOperation {
             queue: queue.mention,
             operationID: .next(),
             groupID: queue.group?.logBinding?.operationID,
-            dependencyIDs: dependencies.compactMap { ($0 as? AsyncOperation)?.logBinding?.operationID }
+            dependencyIDs: dependencies.compactMap(Self.logID(of:))
         )
+    }
+
+    /// The identity in log events of `dependency`, if its events are heard: an `AsyncOperation`
+    /// on a logging queue, or a plain operation whose add a logger heard.
+    private static func logID(of dependency: Operation) -> OperationID? {
+        if let dependency = dependency as? AsyncOperation {
+            return dependency.logBinding?.operationID
+        }
+        return PlainOperationRegistry.existingLogID(of: dependency)
     }
 
     /// What the operation logs through, if its queue has a logger.

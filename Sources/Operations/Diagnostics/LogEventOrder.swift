@@ -9,6 +9,9 @@
 /// A `.waiting` event describes a snapshot, and the operation may move on between the snapshot
 /// and the event: it is made only if no other event was made since the snapshot began
 /// (`madeSince:`), so that it never comes after the event that ended the wait.
+///
+/// An operation's first event is `.added`: an event made before it (a cancel racing the add,
+/// heard by the logger that joined a moment earlier) is kept and heard right after it.
 struct LogEventOrder {
     /// What to do with an event that was made.
     enum Admission: Equatable {
@@ -23,6 +26,15 @@ struct LogEventOrder {
     /// How many events were made; a snapshot remembers it as its mark.
     private(set) var eventsMade: UInt64 = 0
     private var drain = SerialDrain<OperationLogEvent>()
+    /// Events made before `.added`, kept to be heard right after it; `nil` once it was made (or
+    /// if the order does not wait for it).
+    private var madeBeforeAdded: [OperationLogEvent]?
+
+    /// `waitsForAdded`: the logger joins as the operation is being added, and hears `.added`
+    /// first, whatever was made before it.
+    init(waitsForAdded: Bool = false) {
+        madeBeforeAdded = waitsForAdded ? [] : nil
+    }
 
     /// `event` was made. `mark`: the `eventsMade` read before its snapshot, for a snapshot event.
     mutating func made(_ event: OperationLogEvent, madeSince mark: UInt64? = nil) -> Admission {
@@ -30,11 +42,45 @@ struct LogEventOrder {
             return .stale
         }
         eventsMade &+= 1
+        if madeBeforeAdded != nil {
+            return madeWhileWaitingForAdded(event)
+        }
         // Its maker delivers it first, itself, if nobody is delivering: it is not left pending.
         switch drain.isDraining ? drain.submit(event) : drain.becomeDrainerIfNone() {
         case .drain: return .deliver
         case .leftToDrainer: return .leftToTheDeliverer
         }
+    }
+
+    /// Keeps `event` until `.added` is made, or, `.added` itself, lets it be heard first and
+    /// what was kept after it.
+    private mutating func madeWhileWaitingForAdded(_ event: OperationLogEvent) -> Admission {
+        guard event.kind == .added else {
+            madeBeforeAdded?.append(event)
+            return .leftToTheDeliverer // whoever delivers `.added`
+        }
+        let admission: Admission = drain.becomeDrainerIfNone() == .drain ? .deliver : .leftToTheDeliverer
+        releaseMadeBeforeAdded()
+        return admission
+    }
+
+    /// `.added` happened but is not heard (the logger's level is above it): what was made before
+    /// it is heard now. `.deliver`: the caller delivers it (`delivered()`).
+    mutating func addedUnheard() -> Admission {
+        guard let kept = madeBeforeAdded, !kept.isEmpty else {
+            madeBeforeAdded = nil
+            return .leftToTheDeliverer // nothing to deliver
+        }
+        let admission: Admission = drain.becomeDrainerIfNone() == .drain ? .deliver : .leftToTheDeliverer
+        releaseMadeBeforeAdded()
+        return admission
+    }
+
+    private mutating func releaseMadeBeforeAdded() {
+        for event in madeBeforeAdded ?? [] {
+            _ = drain.submit(event)
+        }
+        madeBeforeAdded = nil
     }
 
     /// The deliverer heard what it had: what was made meanwhile, to hear next in this order, or

@@ -21,7 +21,7 @@ final class LoggingObserver: OperationObserver {
     let groupID: OperationID?
     /// The identities of its dependencies that log, as they were when it was added.
     let dependencyIDs: [OperationID]
-    private let order = Locked.make(LogEventOrder())
+    private let order = Locked.make(LogEventOrder(waitsForAdded: true)) // `.added` is logged next
 
     /// Binds `logger` to one operation, named by `operationID`, on `queue`.
     init(logger: any OperationLogger, queue: QueueMention?, operationID: OperationID, groupID: OperationID?, dependencyIDs: [OperationID]) {
@@ -43,7 +43,12 @@ final class LoggingObserver: OperationObserver {
     /// `mark`: `kind` describes a snapshot taken after `eventsMade` read `mark`; it is dropped if
     /// another event was made since.
     func log(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error] = [], madeSince mark: UInt64? = nil) {
-        guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return }
+        guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else {
+            if case .added = kind, order.withLock({ $0.addedUnheard() }) == .deliver {
+                deliverMadeMeanwhile() // what was kept for after it
+            }
+            return
+        }
         let event = OperationLogEvent(
             operationName: operation.displayName,
             queueName: queue?.givenName,
@@ -55,6 +60,11 @@ final class LoggingObserver: OperationObserver {
         )
         guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
         logger.log(event)
+        deliverMadeMeanwhile()
+    }
+
+    /// The deliverer hears what was made meanwhile, until nothing is left.
+    private func deliverMadeMeanwhile() {
         while case let .items(madeMeanwhile) = order.withLock({ $0.delivered() }) {
             madeMeanwhile.forEach(logger.log)
         }

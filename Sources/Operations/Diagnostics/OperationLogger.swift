@@ -226,7 +226,7 @@ extension OperationLogger {
             operationName: operation.displayName,
             queueName: (queue as? AsyncOperationQueue).map { $0.mention.givenName } ?? queue?.name,
             kind: kind,
-            operationID: .next(),
+            operationID: PlainOperationRegistry.logID(of: operation),
             groupID: (queue as? AsyncOperationQueue)?.group?.logBinding?.operationID,
             isFoundationOperation: true
         ))

@@ -82,8 +82,8 @@ struct LifecycleStorage {
     func addDependent(_ dependent: any FinishWatcher) -> OperationLifecycle.Watching { locked.withLock { $0.addDependent(dependent) } }
     func addCondition(_ condition: any OperationCondition, satisfiedByConstruction: Bool) -> OperationLifecycle.ConditionAddition { locked.withLock { $0.addCondition(condition, satisfiedByConstruction: satisfiedByConstruction) } }
     func addObserver(_ observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.addObserver(observer) } }
-    func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) { locked.withLock { $0.attachLogger(logger, observer: observer) } }
-    func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.Configuration { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
+    func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.LoggerAttachment { locked.withLock { $0.attachLogger(logger, observer: observer) } }
+    func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.LoggerAttachment { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
     /// For `deinit`: the dependencies, to be released one after another rather than recursively.
     func takeDependencies() -> SmallArray<Operation> { locked.withLock { $0.takeDependencies() } }
 

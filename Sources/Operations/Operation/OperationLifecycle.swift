@@ -831,23 +831,38 @@ struct OperationLifecycle {
         return .advance(advanceIfDependenciesFinished())
     }
 
+    /// What attaching a queue's logger came to.
+    enum LoggerAttachment {
+        /// Attached: it hears the operation's events from now on.
+        case attached
+        /// Attached to an operation cancelled before: its observers heard `operationDidCancel`
+        /// without the logger, so the caller logs `.cancelled`, with these errors (those it had
+        /// then), after `.added`.
+        case attachedAfterCancel(errors: [any Error])
+        /// Not attached: the operation has a logger already, or is past the point where one may
+        /// join.
+        case notAttached
+    }
+
     /// Attaches the logger of the queue the operation is being added to: it hears the observer
     /// events through `observer`, the others from the operation. Only before it is on a queue.
-    mutating func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) {
-        guard phase == .initialized, self.logger == nil else { return }
-        self.logger = logger
-        observers.append(observer)
+    mutating func attachLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> LoggerAttachment {
+        guard phase == .initialized, self.logger == nil else { return .notAttached }
+        return attach(logger, observer: observer)
     }
 
     /// Attaches the logger that the queue it waits on gained after it was added (its group
-    /// joined a logging queue): `.added`, or `.alreadyThere` if it has one, or `.tooLate` once it
-    /// has begun executing.
-    mutating func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> Configuration {
-        guard self.logger == nil else { return .alreadyThere }
-        guard phase != .initialized, isBeforeExecution else { return .tooLate }
+    /// joined a logging queue); not once it has one, or has begun executing.
+    mutating func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> LoggerAttachment {
+        guard self.logger == nil, phase != .initialized, isBeforeExecution else { return .notAttached }
+        return attach(logger, observer: observer)
+    }
+
+    private mutating func attach(_ logger: LoggingObserver, observer: any OperationObserver) -> LoggerAttachment {
         self.logger = logger
         observers.append(observer)
-        return .added
+        // A cancellation announces itself to the observers it has when it happens.
+        return isCancelled ? .attachedAfterCancel(errors: errors) : .attached
     }
 
     /// Adds an observer, until the operation is finishing.

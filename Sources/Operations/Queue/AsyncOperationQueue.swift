@@ -497,11 +497,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if let barrier = context.barrier, !(operation is QueueBarrier), operation.looksUnused {
             operation.addDependency(barrier)
         }
-        if context.isLogging, let logger = context.logger, let operation = operation as? AsyncOperation {
-            operation.attach(logger, from: self) // only one not yet on a queue takes it
-        }
         if let operation = operation as? AsyncOperation {
-            admit(operation, batch: &batch, context)
+            var missedCancel: [any Error]?
+            if context.isLogging, let logger = context.logger {
+                missedCancel = operation.attach(logger, from: self) // only one not yet on a queue takes it
+            }
+            admit(operation, batch: &batch, context, loggingCancel: missedCancel)
             return
         }
         let ticket = engine.tickets.next()
@@ -520,18 +521,20 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext) {
+    /// `loggingCancel`: the errors of a cancellation before the add, which the queue's logger
+    /// did not hear; logged after `.added`.
+    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext, loggingCancel missedCancel: [any Error]?) {
         let ticket = engine.tickets.next()
         switch operation.lifecycle.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) {
         case let .reject(kind, message):
             reportRefusedAdd(kind, of: operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
-            if context.isLogging { operation.logIfLogging(.added) }
+            if context.isLogging { operation.logAdded(afterCancel: missedCancel) }
             admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions, turn):
-            if context.isLogging { operation.logIfLogging(.added) }
+            if context.isLogging { operation.logAdded(afterCancel: missedCancel) }
             admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding

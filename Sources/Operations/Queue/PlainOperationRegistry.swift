@@ -1,15 +1,17 @@
 import Foundation
 
 /// Remembers the plain Foundation operations given to any `AsyncOperationQueue` until they are
-/// released: the order they were added in (so `allOperations` can list everything in add order)
-/// and that they are on a queue (so a second add is refused instead of reaching Foundation,
-/// which would trap).
+/// released: the order they were added in (so `allOperations` can list everything in add order),
+/// that they are on a queue (so a second add is refused instead of reaching Foundation, which
+/// would trap), and their identity in log events, once a logger heard of them.
 enum PlainOperationRegistry {
     private struct Entry {
         weak var operation: Operation?
         let ticket: UInt64
         /// The queue it was given to, for messages.
         let queue: QueueMention
+        /// Its identity in log events, given once a logger heard of it.
+        var logID: OperationID?
     }
 
     private struct Table {
@@ -51,6 +53,34 @@ enum PlainOperationRegistry {
         return table.withLock { table in
             guard let entry = table.entries[id], entry.operation === operation else { return nil }
             return entry.ticket
+        }
+    }
+
+    /// The identity of `operation` in log events: the one it was given when a logger first
+    /// heard of it, or a new one (kept for its next events, and for its dependents' `dependencyIDs`
+    /// if it went through an `AsyncOperationQueue`).
+    static func logID(of operation: Operation) -> OperationID {
+        if let known = existingLogID(of: operation) {
+            return known
+        }
+        let new = OperationID.next() // outside the table's lock: it takes a lock of its own
+        let id = ObjectIdentifier(operation)
+        return table.withLock { table in
+            guard let entry = table.entries[id], entry.operation === operation else { return new }
+            if let given = entry.logID {
+                return given // another thread gave it one meanwhile
+            }
+            table.entries[id]?.logID = new
+            return new
+        }
+    }
+
+    /// The identity `operation` was given in log events, if a logger heard of it.
+    static func existingLogID(of operation: Operation) -> OperationID? {
+        let id = ObjectIdentifier(operation)
+        return table.withLock { table in
+            guard let entry = table.entries[id], entry.operation === operation else { return nil }
+            return entry.logID
         }
     }
 

@@ -53,4 +53,30 @@ import Testing
         #expect(order.made(event(.waiting([.dependency("fetch")])), madeSince: mark) == .stale)
         #expect(delivered(order.delivered()) == [.waiting([.dependency("fetch")])])
     }
+
+    @Test func eventsMadeBeforeTheAdd_areHeardRightAfterIt_inTheOrderMade() {
+        var order = LogEventOrder(waitsForAdded: true)
+        #expect(order.made(event(.cancelled)) == .leftToTheDeliverer) // a cancel racing the add
+        #expect(order.made(event(.finished(errors: []))) == .leftToTheDeliverer)
+        #expect(order.made(event(.added)) == .deliver)
+        #expect(delivered(order.delivered()) == [.cancelled, .finished(errors: [])])
+        #expect(isDone(order.delivered()))
+        #expect(order.made(event(.started)) == .deliver)
+    }
+
+    @Test func anOrderWaitingForTheAdd_deliversTheAddAtOnce_whenItComesFirst() {
+        var order = LogEventOrder(waitsForAdded: true)
+        #expect(order.made(event(.added)) == .deliver)
+        #expect(isDone(order.delivered()))
+        #expect(order.made(event(.cancelled)) == .deliver)
+    }
+
+    @Test func eventsMadeBeforeAnAddThatIsNotHeard_areHeardOnceItHappens() {
+        var order = LogEventOrder(waitsForAdded: true)
+        #expect(order.made(event(.cancelled)) == .leftToTheDeliverer)
+        #expect(order.addedUnheard() == .deliver)
+        #expect(delivered(order.delivered()) == [.cancelled])
+        #expect(isDone(order.delivered()))
+        #expect(order.made(event(.finished(errors: []))) == .deliver)
+    }
 }

@@ -99,6 +99,66 @@ import TestSupport
         #expect(logger.events(of: async.name!).allSatisfy { !$0.isFoundationOperation })
     }
 
+    @Test func aPlainDependencyWhoseAddWasHeard_isNamedByItsDependents_withTheIDItWasHeardWith() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let fetch = named(BlockOperation {}, "fetch")
+        let parse = named(AsyncBlockOperation {}, "parse")
+        parse.addDependency(fetch)
+        let unheard = named(BlockOperation {}, "unheard")
+        OperationQueue().addOperation(unheard) // on a queue with no logger: nobody hears of it
+        let store = named(AsyncBlockOperation {}, "store")
+        store.addDependency(unheard)
+        queue.addOperations([fetch, parse, store], waitUntilFinished: true)
+        #expect(waitUntil { logger.events(of: parse.name!).last?.kind == .finished(errors: []) })
+
+        let fetchID = logger.id(of: fetch.name!)
+        #expect(fetchID != nil)
+        #expect(logger.events(of: parse.name!).allSatisfy { $0.dependencyIDs == [fetchID!] })
+        #expect(waitUntil { logger.events(of: store.name!).last?.kind == .finished(errors: []) })
+        #expect(logger.events(of: store.name!).allSatisfy { $0.dependencyIDs.isEmpty })
+    }
+
+    @Test func anOperationCancelledBeforeItsAdd_isHeardCancelledOnce_rightAfterItsAdd() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let superseded = named(AsyncBlockOperation {}, "superseded")
+        superseded.cancel(with: StubError("superseded"))
+        queue.addOperations([superseded], waitUntilFinished: true)
+        #expect(waitUntil { logger.events(of: superseded.name!).last?.kind == .finished(errors: ["StubError(superseded)"]) })
+
+        let events = logger.events(of: superseded.name!)
+        #expect(Array(events.map(\.kind).prefix(2)) == [.added, .cancelled], "\(events.map(\.kind))")
+        #expect(events.filter { $0.kind == .cancelled }.count == 1, "\(events.map(\.kind))")
+        #expect((events.first { $0.kind == .cancelled }?.errors.first as? StubError) == StubError("superseded"))
+    }
+
+    @Test func aCancelRacingTheAdd_isHeardExactlyOnce() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        queue.isSuspended = true // none runs before its cancel
+        let operations = (0..<200).map { named(AsyncBlockOperation {}, "raced-\($0)") }
+        DispatchQueue.concurrentPerform(iterations: operations.count * 2) { index in
+            let operation = operations[index / 2]
+            if index % 2 == 0 {
+                queue.addOperation(operation)
+            } else {
+                operation.cancel()
+            }
+        }
+        queue.isSuspended = false
+        #expect(waitUntilFinished(operations))
+        #expect(waitUntil { operations.allSatisfy { logger.events(of: $0.name!).last?.kind == .finished(errors: []) } })
+
+        for operation in operations {
+            let kinds = logger.kinds(of: operation.name!)
+            #expect(kinds.first == .added && kinds.filter { $0 == .cancelled }.count == 1, "\(operation.name!): \(kinds)")
+        }
+    }
+
     @Test func theAddedEvent_isHeardOnTheAddingThread() {
         let threads = Recorder<Bool>()
         let name = uniqueName("here")
