@@ -47,6 +47,36 @@ import Tracing
         #expect(links.first?.context.inMemorySpanContext?.spanID == span(tracer, fetch.name!)?.spanID)
     }
 
+    @Test func childrenThatNeverStarted_areUnderTheirGroupsSpan_nestedOrWhileTheGroupWaitsToRun() {
+        let tracer = InMemoryTracer()
+        let queue = AsyncOperationQueue()
+        queue.logger = TracingOperationLogger(tracer: tracer)
+        queue.isSuspended = true
+        // Nested: neither group nor its child group nor the grandchild ever starts.
+        let grandchild = named(AsyncBlockOperation {}, "grandchild")
+        let inner = named(GroupOperation(operations: [grandchild]), "inner")
+        let cancelledGroup = named(GroupOperation(operations: [inner]), "cancelled-group")
+        // Alone: one child is cancelled before its group runs; the group runs afterwards.
+        let dropped = named(AsyncBlockOperation {}, "dropped")
+        let kept = named(AsyncBlockOperation {}, "kept")
+        let runningGroup = named(GroupOperation(operations: [dropped, kept]), "running-group")
+        queue.addOperations([cancelledGroup, runningGroup], waitUntilFinished: false)
+        cancelledGroup.cancel()
+        dropped.cancel()
+        queue.isSuspended = false
+        #expect(waitUntil { [cancelledGroup, runningGroup].allSatisfy { span(tracer, $0.name!) != nil } })
+        #expect(waitUntil { [grandchild, inner, dropped, kept].allSatisfy { span(tracer, $0.name!) != nil } })
+
+        #expect(span(tracer, inner.name!)?.parentSpanID == span(tracer, cancelledGroup.name!)?.spanID)
+        #expect(span(tracer, grandchild.name!)?.parentSpanID == span(tracer, inner.name!)?.spanID)
+        #expect(span(tracer, grandchild.name!)?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
+        let running = span(tracer, runningGroup.name!)
+        #expect(running?.attributes["operation.started"] == nil) // it ran
+        #expect(span(tracer, dropped.name!)?.parentSpanID == running?.spanID)
+        #expect(span(tracer, dropped.name!)?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
+        #expect(span(tracer, kept.name!)?.parentSpanID == running?.spanID)
+    }
+
     @Test func waiting_isRecordedAsEvents_aFailureRecordsItsErrors_andACancellationItsReason() {
         let tracer = InMemoryTracer()
         let queue = AsyncOperationQueue()
