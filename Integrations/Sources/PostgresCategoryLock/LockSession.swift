@@ -37,8 +37,10 @@ final class LockSession: Sendable {
                     let timer = Task.detached { [weak self] in
                         var delay = timeout
                         while true {
-                            try? await Task.sleep(nanoseconds: UInt64(max(0.01, delay) * 1_000_000_000))
-                            guard !Task.isCancelled, let next = self?.timerFired() else { return }
+                            let pause = UInt64(max(0.01, delay) * 1_000_000_000)
+                            let due = DispatchTime.now().uptimeNanoseconds + pause
+                            try? await Task.sleep(nanoseconds: pause)
+                            guard !Task.isCancelled, let next = self?.timerFired(due: due) else { return }
                             delay = next
                         }
                     }
@@ -169,19 +171,25 @@ final class LockSession: Sendable {
     }
 
     /// Whether `SELECT 1` comes back within `seconds`. A query that hangs (a silent network
-    /// partition can hold it for many minutes) is not waited for.
+    /// partition can hold it for many minutes) is not waited for. The answer and the deadline
+    /// both arrive on the connection's event loop, which takes them in the order they happen: an
+    /// answer in time counts as one even while Swift's concurrency pool is kept busy (by code that
+    /// blocks its threads), where two tasks racing for it could let the deadline win.
     private func answers(_ connection: PostgresConnection, within seconds: TimeInterval) async -> Bool {
         let answer = FirstAnswer()
         return await withCheckedContinuation { continuation in
             answer.onFirst { continuation.resume(returning: $0) }
-            let deadline = Task.detached {
-                try? await Task.sleep(nanoseconds: UInt64(max(0.1, seconds) * 1_000_000_000))
+            let deadline = connection.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0.1, seconds) * 1_000_000_000))) {
                 answer.give(false)
             }
-            Task.detached { [logger = lock.queryLogger] in
-                let answered = (try? await connection.query("SELECT 1", logger: logger).collect()) != nil
+            let query: EventLoopFuture<PostgresQueryResult> = connection.query("SELECT 1", logger: lock.queryLogger)
+            query.whenComplete { result in
                 deadline.cancel()
-                answer.give(answered)
+                if case .success = result {
+                    answer.give(true)
+                } else {
+                    answer.give(false)
+                }
             }
         }
     }
@@ -211,13 +219,14 @@ final class LockSession: Sendable {
         perform(state.withLock { $0.abandon(with: error) })
     }
 
-    /// The unavailability timer went off: the seconds until it should look again, or `nil` once
-    /// there is nothing more to watch (or it gave up).
-    private func timerFired() -> Double? {
+    /// The unavailability timer, due at `due` (uptime nanoseconds), went off: the seconds until
+    /// it should look again, or `nil` once there is nothing more to watch (or it gave up).
+    private func timerFired(due: UInt64) -> Double? {
         let now = DispatchTime.now().uptimeNanoseconds
+        let lateBy = now > due ? Double(now - due) / 1_000_000_000 : 0
         let timeout = lock.unavailableTimeout
         let action = state.withLock { state in
-            state.timerFired(now: now, unavailableTimeout: timeout) { [category] last in
+            state.timerFired(now: now, lateBy: lateBy, unavailableTimeout: timeout) { [category] last in
                 CategoryLockError.unavailable(category: category, underlying: last ?? PostgresUnreachable(after: timeout))
             }
         }

@@ -32,6 +32,16 @@ struct LockSessionState: Sendable {
     /// The request was abandoned before the session's task was known, and that task had no
     /// connection then (so it never will): it may be cancelled once it is known.
     private var cancelHolderWhenStarted = false
+    /// How many times the timer, going off late, looked again instead of giving up.
+    private var lateLooks = 0
+
+    /// A timer that goes off this late (in seconds) says the process was too busy to run its
+    /// tasks, the session's among them: the silence it measured may be the process's own.
+    static let lateness = 0.25
+    /// How soon a timer that went off late looks again (the session has had the time to ask the
+    /// server since), and how many times it does so before it gives up all the same.
+    static let lookAgainAfterLateness = 0.5
+    static let lateLooksAllowed = 4
 
     // MARK: Starting
 
@@ -110,19 +120,33 @@ struct LockSessionState: Sendable {
     /// an error. And the lock statements of a session waiting in line are cut short by the server
     /// within a fraction of a second, so a silence that long (at least a second) means the server
     /// is gone, even if the statement in flight never fails: seen after an immediate server stop.)
-    mutating func timerFired(now: UInt64, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
+    ///
+    /// `lateBy`: how many seconds after it was due the timer went off. Late by `lateness` or more,
+    /// the process was too busy to run its tasks (code elsewhere blocking Swift's concurrency
+    /// pool, say), and the session could not ask the server meanwhile: instead of giving up, it
+    /// looks again `lookAgainAfterLateness` later, up to `lateLooksAllowed` times.
+    mutating func timerFired(now: UInt64, lateBy: Double = 0, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
         guard case let .waiting(_, connected) = phase else { return .stop }
         if connected {
             // At least a second: each try in line may itself wait 200 ms for the server.
             let bound = max(unavailableTimeout, 1)
             let silent = Self.seconds(from: lastContact, to: now)
-            if silent >= bound { return .giveUpAndCloseConnection(abandon(with: giveUp(nil))) }
-            return .checkAgain(after: bound - silent)
+            if silent < bound { return .checkAgain(after: bound - silent) }
+            if let lookAgain = lookAgainIfLate(lateBy) { return lookAgain }
+            return .giveUpAndCloseConnection(abandon(with: giveUp(nil)))
         }
-        guard let failingSince else { return .giveUp(abandon(with: giveUp(lastError))) } // never connected
-        let failing = Self.seconds(from: failingSince, to: now)
-        if failing >= unavailableTimeout { return .giveUp(abandon(with: giveUp(lastError))) }
-        return .checkAgain(after: unavailableTimeout - failing)
+        if let failingSince { // connected before, or failed to
+            let failing = Self.seconds(from: failingSince, to: now)
+            if failing < unavailableTimeout { return .checkAgain(after: unavailableTimeout - failing) }
+        }
+        if let lookAgain = lookAgainIfLate(lateBy) { return lookAgain }
+        return .giveUp(abandon(with: giveUp(lastError)))
+    }
+
+    private mutating func lookAgainIfLate(_ lateBy: Double) -> TimerAction? {
+        guard lateBy >= Self.lateness, lateLooks < Self.lateLooksAllowed else { return nil }
+        lateLooks += 1
+        return .checkAgain(after: Self.lookAgainAfterLateness)
     }
 
     /// Seconds from `start` to `end`, 0 if `end` came first: clocks are read before the lock is

@@ -40,7 +40,10 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// How long an acquisition keeps trying to reach the server before the operation fails with
     /// `CategoryLockError.unavailable`, in seconds; also how long a session waiting in line may
     /// go without an answer from the server (which answers it several times a second) before
-    /// the operation fails the same way.
+    /// the operation fails the same way. A process too busy to run its tasks (code blocking the
+    /// threads of Swift's concurrency pool, say) cannot ask the server meanwhile: a timer that
+    /// finds the silence only once it could run again looks again shortly (a few times) before
+    /// the operation fails.
     public let unavailableTimeout: TimeInterval
     /// How long an operation waits while another session holds its category before it fails with
     /// `CategoryLockError.unavailable` (underlying `CategoryLockWaitTimedOut`), in seconds; `nil`,
@@ -49,7 +52,9 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     /// How often a holding session checks that the server still answers, in seconds.
     public let heartbeatInterval: TimeInterval
     /// How long a heartbeat waits for the server's answer before the lease counts as lost, in
-    /// seconds: three heartbeat intervals, and at least two seconds.
+    /// seconds: three heartbeat intervals, and at least two seconds. The answer and this deadline
+    /// are weighed on the connection's event loop, as they happen, so an answer in time counts
+    /// even while Swift's concurrency pool is kept busy.
     public var heartbeatTimeout: TimeInterval { max(2, 3 * heartbeatInterval) }
     /// The sequence that fencing tokens are drawn from, shared by every category.
     public let fencingSequence: String

@@ -185,6 +185,45 @@ import Testing
         #expect(error is CancellationError)
     }
 
+    @Test func aTimerThatWentOffLate_looksAgainBeforeGivingUp_aBoundedNumberOfTimes() async {
+        let result = await withStartedSession { state, waiter in
+            let seconds: (Double) -> UInt64 = { UInt64($0 * 1_000_000_000) }
+            _ = state.connected(now: seconds(1))
+            state.serverAnswered(now: seconds(2))
+            // The process was too busy to run its tasks from 2 s to 6 s: the timer, due at 3 s,
+            // goes off 3 s late, and the session could not ask the server meanwhile.
+            guard case .checkAgain(after: LockSessionState.lookAgainAfterLateness) = state.timerFired(now: seconds(6), lateBy: 3, unavailableTimeout: 1, { _ in Unreachable() }) else {
+                Issue.record("a late timer looks again first")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            state.serverAnswered(now: seconds(6.2)) // the session asked, and the server answered
+            guard case .checkAgain = state.timerFired(now: seconds(6.5), unavailableTimeout: 1, { _ in Unreachable() }) else {
+                Issue.record("an answered session keeps waiting")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            // Late every time after that: it looks again only so many times.
+            var now = 10.0
+            for _ in 1..<LockSessionState.lateLooksAllowed {
+                guard case .checkAgain = state.timerFired(now: seconds(now), lateBy: 1, unavailableTimeout: 1, { _ in Unreachable() }) else {
+                    Issue.record("expected another look")
+                    waiter.resume(throwing: NotSettled())
+                    return
+                }
+                now += 1
+            }
+            guard case let .giveUpAndCloseConnection(.fail(waiter, error, _)) = state.timerFired(now: seconds(now), lateBy: 1, unavailableTimeout: 1, { _ in Unreachable() }) else {
+                Issue.record("expected to give up once the late looks are used up")
+                waiter.resume(throwing: NotSettled())
+                return
+            }
+            waiter.resume(throwing: error)
+        }
+        guard case let .failure(error) = result else { return }
+        #expect(error is Unreachable)
+    }
+
     @Test func aSessionThatNeverConnected_isGivenUpOn_whenTheTimerFirstFires() async {
         let result = await withStartedSession { state, waiter in
             guard case let .giveUp(.fail(waiter, error, _)) = state.timerFired(now: 10_000_000_000, unavailableTimeout: 10, { _ in Unreachable() }) else {

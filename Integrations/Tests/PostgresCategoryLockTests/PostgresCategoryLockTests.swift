@@ -152,6 +152,24 @@ struct PostgresCategoryLockTests {
         }
     }
 
+    @Test func aHeartbeatAnsweredInTime_keepsTheLease_whileEveryThreadOfTheConcurrencyPoolIsBlocked() async throws {
+        try await TestServer.withClient { client in
+            let lock = PostgresCategoryLock(client: client, heartbeatInterval: 0.5) // timeout 2 s
+            let category = uniqueName("billing")
+            let (holder, _) = await startHolder(of: category, lock: lock)
+
+            // Code elsewhere in the process blocks every thread of Swift's concurrency pool for
+            // longer than the heartbeat timeout, while the server goes on answering.
+            #expect(blockEveryConcurrencyThread(forSeconds: 3))
+
+            try await Task.sleep(nanoseconds: 1_000_000_000) // the heartbeats the blocking held up
+            #expect(!holder.isCancelled && !holder.isFinished, "the lease was lost: \(holder.errors)")
+            #expect(holder.fencingToken(for: category) == holder.token)
+            holder.cancel()
+            #expect(await eventually { holder.isFinished })
+        }
+    }
+
     @Test func aWaitingSessionTheServerFallsSilentTo_failsUnavailable_andItsConnectionIsClosed() async throws {
         try await TestServer.withClient { client in
             let lock = PostgresCategoryLock(client: client, unavailableTimeout: 1)
@@ -265,6 +283,20 @@ struct PostgresCategoryLockTests {
 }
 
 /// A `HoldingOperation` of `category`, started on a queue of its own and holding the category.
+/// Blocks every thread of Swift's concurrency pool (and the caller's) for `seconds`, as code that
+/// waits synchronously inside tasks does; whether every blocker ended within a minute.
+func blockEveryConcurrencyThread(forSeconds seconds: UInt32) -> Bool {
+    let blockers = DispatchGroup()
+    for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+        blockers.enter()
+        Task.detached {
+            usleep(seconds * 1_000_000)
+            blockers.leave()
+        }
+    }
+    return blockers.wait(timeout: .now() + 60) == .success
+}
+
 func startHolder(of category: String, lock: PostgresCategoryLock, sourceLocation: SourceLocation = #_sourceLocation) async -> (HoldingOperation, AsyncOperationQueue) {
     let holder = HoldingOperation(category: category, lock: lock)
     let queue = AsyncOperationQueue()
