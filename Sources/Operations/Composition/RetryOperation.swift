@@ -17,9 +17,11 @@ import Foundation
 /// let feed = fetch.lastAttempt?.output
 /// ```
 ///
-/// An attempt fails when it finishes with errors. It is retried if attempts remain, the retry
-/// operation has not been cancelled, and `shouldRetry` (if given) returns true for each of its
-/// errors. The retry operation succeeds as soon as an attempt succeeds; otherwise its `errors`
+/// An attempt fails when it finishes with errors (one cancelled with `cancel()`, which records
+/// none, does not fail: cancel it with `cancel(with:)` to have it retried). It is retried if
+/// attempts remain, the retry operation has not been cancelled, and `shouldRetry` (if given)
+/// returns true for each of its errors. The retry operation succeeds as soon as an attempt
+/// succeeds; otherwise its `errors`
 /// are **the last attempt's errors**, so it fails the way its last attempt did (`shouldRetry`
 /// sees every error of every failed attempt, if earlier ones matter to you). Operations an
 /// attempt produces are waited for and their errors kept, as in any group (API.md 7): work an
@@ -49,7 +51,8 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
     ///     made whatever the value.
     ///   - backoff: how long to wait before each retry; by default not at all.
     ///   - shouldRetry: decides, for each error of a failed attempt, whether that error is worth
-    ///     another attempt; all must be. By default every failure is retried.
+    ///     another attempt; all must be. It is asked about every error of every failed attempt,
+    ///     in order, the last attempt's included. By default every failure is retried.
     ///   - makeAttempt: returns a new operation for attempt number `attempt` (1 for the first).
     ///     Called when the attempt is due, on an arbitrary thread.
     public init(
@@ -106,12 +109,12 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
 
     /// Arranges the next attempt if the one that finished with `errors` is to be retried.
     private func retry(afterAttemptFailedWith errors: [any Error]) -> Bool {
-        guard !errors.isEmpty, !isCancelled else { return false }
+        guard !errors.isEmpty else { return false }
         let (attemptCount, shouldRetry) = state.withLock { ($0.attemptCount, $0.shouldRetry) }
-        guard attemptCount < maxAttempts else { return false }
-        if let shouldRetry, !errors.allSatisfy(shouldRetry) {
-            return false
-        }
+        // Asked about every error of every failed attempt, the last one's too, without stopping
+        // at a refusal: it is where the errors of attempts before the last can be seen.
+        let retryable = shouldRetry.map { shouldRetry in errors.map(shouldRetry).allSatisfy { $0 } } ?? true
+        guard retryable, attemptCount < maxAttempts, !isCancelled else { return false }
         let delay = backoff.delay(beforeAttempt: attemptCount + 1)
         guard delay > 0 else {
             return startAttempt()

@@ -755,12 +755,8 @@ struct CompositionProbeTests2 {
         #expect(accepting.errors.asStubErrors == lastErrors, "\(accepting.errors)")
         // and each shouldRetry saw every error of every failed attempt
         let everyError = ["1-a", "1-b", "2-a", "2-b"].map { "\(label)-\($0)" }
-        withKnownIssue("RetryOperation.retry(afterAttemptFailedWith:) asks shouldRetry with errors.allSatisfy, which stops at the first refused error") {
-            #expect(seenByRefusing.all == everyError)
-        }
-        withKnownIssue("RetryOperation.retry(afterAttemptFailedWith:) returns (guard attemptCount < maxAttempts) before asking shouldRetry about the last attempt's errors") {
-            #expect(seenByAccepting.all == everyError)
-        }
+        #expect(seenByRefusing.all == everyError)
+        #expect(seenByAccepting.all == everyError)
     }
 
     // MARK: - Waiting
