@@ -28,8 +28,10 @@ import Tracing
 ///   error; a cancelled one adds a `cancelled` event whose `operation.cancel_reason` says why. An
 ///   operation that never started (cancelled while it waited) still gets a span, from its add
 ///   to its finish, with `operation.started` false; a group's child that never started is a
-///   child of the group's span even if the group never started either (its span is then made
-///   as the group starts or finishes, with the child's own times).
+///   child of the group's span even if the group had not started when the child finished (its
+///   span is then made as the group starts or finishes, with the child's own times, so it may
+///   lie wholly before its parent's start), unless an operation added with it as a dependency
+///   waits for its span to link to.
 ///
 /// Spans are named after the operation and carry `operation.id` and, if the queue was given a
 /// name, `queue.name`. The tracer is
@@ -255,7 +257,9 @@ struct TracingState: Sendable {
             return .started(span)
         }
         guard var operation = pending.removeValue(forKey: id) else { return .unknown }
-        if let groupID = operation.groupID, pending[groupID] != nil {
+        // Kept for its group only if nothing waits for its span: an operation that depends on it
+        // may start meanwhile, and links to it only if its span exists by then.
+        if let groupID = operation.groupID, pending[groupID] != nil, followers[id, default: []].isEmpty {
             pending[groupID]?.finishedChildren.append(Finished(event: event, pending: operation, at: now))
             return .keptForGroup
         }

@@ -32,7 +32,8 @@ struct LockSessionState: Sendable {
     /// The request was abandoned before the session's task was known, and that task had no
     /// connection then (so it never will): it may be cancelled once it is known.
     private var cancelHolderWhenStarted = false
-    /// How many times the timer, going off late, looked again instead of giving up.
+    /// How many times in a row, with no contact with the server since, the timer went off late
+    /// and looked again instead of giving up.
     private var lateLooks = 0
 
     /// A timer that goes off this late (in seconds) says the process was too busy to run its
@@ -124,7 +125,8 @@ struct LockSessionState: Sendable {
     /// `lateBy`: how many seconds after it was due the timer went off. Late by `lateness` or more,
     /// the process was too busy to run its tasks (code elsewhere blocking Swift's concurrency
     /// pool, say), and the session could not ask the server meanwhile: instead of giving up, it
-    /// looks again `lookAgainAfterLateness` later, up to `lateLooksAllowed` times.
+    /// looks again `lookAgainAfterLateness` later, up to `lateLooksAllowed` times in a row
+    /// without contact with the server.
     mutating func timerFired(now: UInt64, lateBy: Double = 0, unavailableTimeout: Double, _ giveUp: ((any Error)?) -> any Error) -> TimerAction {
         guard case let .waiting(_, connected) = phase else { return .stop }
         if connected {
@@ -163,6 +165,7 @@ struct LockSessionState: Sendable {
         guard case let .waiting(waiter, _) = phase else { return false }
         phase = .waiting(waiter, connected: true)
         lastContact = now
+        lateLooks = 0
         return true
     }
 
@@ -170,6 +173,7 @@ struct LockSessionState: Sendable {
     mutating func serverAnswered(now: UInt64) {
         failingSince = nil
         lastContact = now
+        lateLooks = 0
     }
 
     enum RetryAction {

@@ -282,12 +282,12 @@ struct PostgresCategoryLockTests {
     }
 }
 
-/// A `HoldingOperation` of `category`, started on a queue of its own and holding the category.
-/// Blocks every thread of Swift's concurrency pool (and the caller's) for `seconds`, as code that
-/// waits synchronously inside tasks does; whether every blocker ended within a minute.
+/// Blocks every thread of Swift's concurrency pool for `seconds`, as code that waits
+/// synchronously inside tasks does: one fewer blocker than cores, and the caller, which waits
+/// for them on a thread of the pool too. Whether every blocker ended within a minute.
 func blockEveryConcurrencyThread(forSeconds seconds: UInt32) -> Bool {
     let blockers = DispatchGroup()
-    for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+    for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount - 1) {
         blockers.enter()
         Task.detached {
             usleep(seconds * 1_000_000)
@@ -297,6 +297,7 @@ func blockEveryConcurrencyThread(forSeconds seconds: UInt32) -> Bool {
     return blockers.wait(timeout: .now() + 60) == .success
 }
 
+/// A `HoldingOperation` of `category`, started on a queue of its own and holding the category.
 func startHolder(of category: String, lock: PostgresCategoryLock, sourceLocation: SourceLocation = #_sourceLocation) async -> (HoldingOperation, AsyncOperationQueue) {
     let holder = HoldingOperation(category: category, lock: lock)
     let queue = AsyncOperationQueue()

@@ -107,13 +107,23 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         }
     }
 
+    /// Whether `shouldRetry` (if given) accepts each of `errors`. It is asked about every one,
+    /// also past a refusal and for the last attempt: it is where the errors of attempts before
+    /// the last can be seen.
+    private static func everyError(of errors: [any Error], isRetryableBy shouldRetry: (@Sendable (any Error) -> Bool)?) -> Bool {
+        guard let shouldRetry else { return true }
+        var acceptsEvery = true
+        for error in errors where !shouldRetry(error) {
+            acceptsEvery = false
+        }
+        return acceptsEvery
+    }
+
     /// Arranges the next attempt if the one that finished with `errors` is to be retried.
     private func retry(afterAttemptFailedWith errors: [any Error]) -> Bool {
         guard !errors.isEmpty else { return false }
         let (attemptCount, shouldRetry) = state.withLock { ($0.attemptCount, $0.shouldRetry) }
-        // Asked about every error of every failed attempt, the last one's too, without stopping
-        // at a refusal: it is where the errors of attempts before the last can be seen.
-        let retryable = shouldRetry.map { shouldRetry in errors.map(shouldRetry).allSatisfy { $0 } } ?? true
+        let retryable = Self.everyError(of: errors, isRetryableBy: shouldRetry)
         guard retryable, attemptCount < maxAttempts, !isCancelled else { return false }
         let delay = backoff.delay(beforeAttempt: attemptCount + 1)
         guard delay > 0 else {

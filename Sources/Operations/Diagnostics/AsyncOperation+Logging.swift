@@ -2,46 +2,34 @@ import Foundation
 
 extension AsyncOperation {
     /// Attaches `queue`'s logger as the operation is added to it (only one not yet on a queue
-    /// takes it). A group shares it with its children. Returns the errors of a cancellation
-    /// the logger missed (the operation was cancelled before its add), for `logAdded(afterCancel:)`.
-    func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) -> [any Error]? {
-        guard logger.minimumLevel < .error else { return nil } // it would hear nothing
+    /// takes it). A group shares it with its children. Once the add is decided, the queue calls
+    /// `logAdded(_:)` with the attachment (`.notAttached` if it would hear nothing).
+    func attach(_ logger: any OperationLogger, from queue: AsyncOperationQueue) -> OperationLifecycle.LoggerAttachment {
+        guard logger.minimumLevel < .error else { return .notAttached } // it would hear nothing
         let binding = makeLogBinding(logger, on: queue)
         let attachment = lifecycle.attachLogger(binding, observer: binding)
         (self as? GroupOperation)?.shareLogging()
-        guard case let .attachedAfterCancel(errors) = attachment else { return nil }
-        return errors
+        return attachment
     }
 
     /// Attaches the logger its group's queue gained after it was added there (the group joined
     /// a logging queue), and logs its `.added` then.
     func adopt(_ logger: any OperationLogger, from queue: AsyncOperationQueue) {
         let binding = makeLogBinding(logger, on: queue)
-        switch lifecycle.adoptLogger(binding, observer: binding) {
-        case .notAttached:
-            return
-        case .attached:
-            logAdded(through: binding, afterCancel: nil)
-        case let .attachedAfterCancel(errors):
-            logAdded(through: binding, afterCancel: errors)
-        }
+        let attachment = lifecycle.adoptLogger(binding, observer: binding)
+        guard attachment.isAttached else { return }
+        binding.logAdded(of: self, missedCancel: attachment.missedCancel)
         (self as? GroupOperation)?.shareLogging()
     }
 
-    /// Logs `.added` and, for an operation cancelled before its logger joined, the
-    /// `.cancelled` its observers heard without it (`afterCancel`: its errors then), so that a
-    /// logger hears every cancellation once, in order.
-    func logAdded(afterCancel missedCancel: [any Error]?) {
-        if let binding = logBinding {
-            logAdded(through: binding, afterCancel: missedCancel)
-        }
-    }
-
-    private func logAdded(through binding: LoggingObserver, afterCancel missedCancel: [any Error]?) {
-        binding.log(.added, of: self)
-        if let missedCancel {
-            binding.log(.cancelled, of: self, errors: missedCancel)
-        }
+    /// Logs `.added` through the logger `attachment` attached, and, for an operation cancelled
+    /// before that logger joined, the `.cancelled` its observers told without it, so that a
+    /// logger hears every cancellation once, in order. `refused`: the add was refused after the
+    /// logger joined (the operation went elsewhere meanwhile): what it kept waiting for `.added`
+    /// is heard, without it.
+    func logAdded(_ attachment: OperationLifecycle.LoggerAttachment, refused: Bool = false) {
+        guard attachment.isAttached, let binding = logBinding else { return }
+        binding.logAdded(of: self, missedCancel: attachment.missedCancel, refused: refused)
     }
 
     private func makeLogBinding(_ logger: any OperationLogger, on queue: AsyncOperationQueue) -> LoggingObserver {

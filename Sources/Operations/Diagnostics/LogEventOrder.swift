@@ -10,8 +10,9 @@
 /// and the event: it is made only if no other event was made since the snapshot began
 /// (`madeSince:`), so that it never comes after the event that ended the wait.
 ///
-/// An operation's first event is `.added`: an event made before it (a cancel racing the add,
-/// heard by the logger that joined a moment earlier) is kept and heard right after it.
+/// An operation's first event is `.added`: an event made before it (a cancel or a finish racing
+/// the add, heard by the logger that joined a moment earlier) is kept and heard right after it,
+/// and after the cancellation the logger joined too late to hear, if there was one.
 struct LogEventOrder {
     /// What to do with an event that was made.
     enum Admission: Equatable {
@@ -37,13 +38,16 @@ struct LogEventOrder {
     }
 
     /// `event` was made. `mark`: the `eventsMade` read before its snapshot, for a snapshot event.
+    /// Made before the add (`added(_:thenMissed:)`) of an order that waits for it, it is kept for
+    /// after the add.
     mutating func made(_ event: OperationLogEvent, madeSince mark: UInt64? = nil) -> Admission {
         if let mark, mark != eventsMade {
             return .stale
         }
         eventsMade &+= 1
         if madeBeforeAdded != nil {
-            return madeWhileWaitingForAdded(event)
+            madeBeforeAdded?.append(event)
+            return .leftToTheDeliverer // whoever delivers the add
         }
         // Its maker delivers it first, itself, if nobody is delivering: it is not left pending.
         switch drain.isDraining ? drain.submit(event) : drain.becomeDrainerIfNone() {
@@ -52,35 +56,21 @@ struct LogEventOrder {
         }
     }
 
-    /// Keeps `event` until `.added` is made, or, `.added` itself, lets it be heard first and
-    /// what was kept after it.
-    private mutating func madeWhileWaitingForAdded(_ event: OperationLogEvent) -> Admission {
-        guard event.kind == .added else {
-            madeBeforeAdded?.append(event)
-            return .leftToTheDeliverer // whoever delivers `.added`
-        }
-        let admission: Admission = drain.becomeDrainerIfNone() == .drain ? .deliver : .leftToTheDeliverer
-        releaseMadeBeforeAdded()
-        return admission
-    }
-
-    /// `.added` happened but is not heard (the logger's level is above it): what was made before
-    /// it is heard now. `.deliver`: the caller delivers it (`delivered()`).
-    mutating func addedUnheard() -> Admission {
-        guard let kept = madeBeforeAdded, !kept.isEmpty else {
-            madeBeforeAdded = nil
-            return .leftToTheDeliverer // nothing to deliver
-        }
-        let admission: Admission = drain.becomeDrainerIfNone() == .drain ? .deliver : .leftToTheDeliverer
-        releaseMadeBeforeAdded()
-        return admission
-    }
-
-    private mutating func releaseMadeBeforeAdded() {
-        for event in madeBeforeAdded ?? [] {
-            _ = drain.submit(event)
-        }
+    /// The operation was added: `added` (`nil` if the logger does not hear it), then
+    /// `missedCancel` (the cancellation before the add, which the logger joined too late to hear
+    /// from the observers, if heard), then what was made meanwhile, in that order. `.deliver`: the
+    /// caller delivers them all, through `delivered()`. (Also how an add that was refused after
+    /// the logger joined lets go of what was kept, with neither event.)
+    mutating func added(_ added: OperationLogEvent?, thenMissed missedCancel: OperationLogEvent?) -> Admission {
+        let events = [added, missedCancel].compactMap { $0 }
+        eventsMade &+= UInt64(events.count)
+        let kept = madeBeforeAdded ?? []
         madeBeforeAdded = nil
+        var admission = Admission.leftToTheDeliverer
+        for event in events + kept where drain.submit(event) == .drain {
+            admission = .deliver
+        }
+        return admission
     }
 
     /// The deliverer heard what it had: what was made meanwhile, to hear next in this order, or

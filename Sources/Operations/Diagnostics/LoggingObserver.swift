@@ -43,13 +43,27 @@ final class LoggingObserver: OperationObserver {
     /// `mark`: `kind` describes a snapshot taken after `eventsMade` read `mark`; it is dropped if
     /// another event was made since.
     func log(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error] = [], madeSince mark: UInt64? = nil) {
-        guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else {
-            if case .added = kind, order.withLock({ $0.addedUnheard() }) == .deliver {
-                deliverMadeMeanwhile() // what was kept for after it
-            }
-            return
-        }
-        let event = OperationLogEvent(
+        guard let event = event(kind, of: operation, errors: errors()) else { return }
+        guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
+        logger.log(event)
+        deliverMadeMeanwhile()
+    }
+
+    /// Logs `.added` for `operation` (its first event), then `missedCancel`'s `.cancelled` (the
+    /// errors of a cancellation before the add, which the observers told before this logger
+    /// joined), then the events made meanwhile, each if its level is wanted. With `refused`, the
+    /// add did not happen after all: only the events made meanwhile are heard.
+    func logAdded(of operation: Operation, missedCancel: [any Error]?, refused: Bool = false) {
+        let added = refused ? nil : event(.added, of: operation, errors: [])
+        let cancelled = missedCancel.flatMap { event(.cancelled, of: operation, errors: $0) }
+        guard order.withLock({ $0.added(added, thenMissed: cancelled) }) == .deliver else { return }
+        deliverMadeMeanwhile()
+    }
+
+    /// The event of `kind`, or `nil` if the logger does not hear its level.
+    private func event(_ kind: OperationLogEvent.Kind, of operation: Operation, errors: @autoclosure () -> [any Error]) -> OperationLogEvent? {
+        guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return nil }
+        return OperationLogEvent(
             operationName: operation.displayName,
             queueName: queue?.givenName,
             kind: kind,
@@ -58,9 +72,6 @@ final class LoggingObserver: OperationObserver {
             dependencyIDs: dependencyIDs,
             errors: errors()
         )
-        guard order.withLock({ $0.made(event, madeSince: mark) }) == .deliver else { return }
-        logger.log(event)
-        deliverMadeMeanwhile()
     }
 
     /// The deliverer hears what was made meanwhile, until nothing is left.

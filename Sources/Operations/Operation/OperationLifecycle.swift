@@ -842,6 +842,17 @@ struct OperationLifecycle {
         /// Not attached: the operation has a logger already, or is past the point where one may
         /// join.
         case notAttached
+
+        var isAttached: Bool {
+            if case .notAttached = self { return false }
+            return true
+        }
+
+        /// The errors of the cancellation the logger missed, if it missed one.
+        var missedCancel: [any Error]? {
+            if case let .attachedAfterCancel(errors) = self { return errors }
+            return nil
+        }
     }
 
     /// Attaches the logger of the queue the operation is being added to: it hears the observer

@@ -498,11 +498,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             operation.addDependency(barrier)
         }
         if let operation = operation as? AsyncOperation {
-            var missedCancel: [any Error]?
+            var attachment = OperationLifecycle.LoggerAttachment.notAttached
             if context.isLogging, let logger = context.logger {
-                missedCancel = operation.attach(logger, from: self) // only one not yet on a queue takes it
+                attachment = operation.attach(logger, from: self) // only one not yet on a queue takes it
             }
-            admit(operation, batch: &batch, context, loggingCancel: missedCancel)
+            admit(operation, batch: &batch, context, logging: attachment)
             return
         }
         let ticket = engine.tickets.next()
@@ -521,20 +521,21 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// `loggingCancel`: the errors of a cancellation before the add, which the queue's logger
-    /// did not hear; logged after `.added`.
-    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext, loggingCancel missedCancel: [any Error]?) {
+    /// `attachment`: what attaching the queue's logger came to, for `.added` (and the
+    /// cancellation the logger missed, if any).
+    private func admit(_ operation: AsyncOperation, batch: inout Batch, _ context: AddContext, logging attachment: OperationLifecycle.LoggerAttachment) {
         let ticket = engine.tickets.next()
         switch operation.lifecycle.enqueue(on: self, ticket: ticket, lineRoot: context.lineRoot) {
         case let .reject(kind, message):
+            operation.logAdded(attachment, refused: true) // it went elsewhere since the logger joined
             reportRefusedAdd(kind, of: operation, message)
             perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
         case .handOffNow:
-            if context.isLogging { operation.logAdded(afterCancel: missedCancel) }
+            operation.logAdded(attachment)
             admitToGroup(operation, into: &batch, context)
             handOffOrQueue(operation, ticket: ticket, into: &batch, context)
         case let .runPipeline(conditions, turn):
-            if context.isLogging { operation.logAdded(afterCancel: missedCancel) }
+            operation.logAdded(attachment)
             admitToGroup(operation, into: &batch, context)
             countAdmittedChildren(of: &batch, context) // before it can run
             giveToFoundation(batch.operations) // keep Foundation's order the order of adding

@@ -54,19 +54,21 @@ import Testing
         #expect(delivered(order.delivered()) == [.waiting([.dependency("fetch")])])
     }
 
-    @Test func eventsMadeBeforeTheAdd_areHeardRightAfterIt_inTheOrderMade() {
+    @Test func eventsMadeBeforeTheAdd_areHeardRightAfterIt_andTheMissedCancelBeforeThem() {
         var order = LogEventOrder(waitsForAdded: true)
         #expect(order.made(event(.cancelled)) == .leftToTheDeliverer) // a cancel racing the add
         #expect(order.made(event(.finished(errors: []))) == .leftToTheDeliverer)
-        #expect(order.made(event(.added)) == .deliver)
-        #expect(delivered(order.delivered()) == [.cancelled, .finished(errors: [])])
+        #expect(order.added(event(.added), thenMissed: event(.cancelled)) == .deliver)
+        #expect(delivered(order.delivered()) == [.added, .cancelled, .cancelled, .finished(errors: [])])
         #expect(isDone(order.delivered()))
         #expect(order.made(event(.started)) == .deliver)
+        #expect(order.eventsMade == 5)
     }
 
     @Test func anOrderWaitingForTheAdd_deliversTheAddAtOnce_whenItComesFirst() {
         var order = LogEventOrder(waitsForAdded: true)
-        #expect(order.made(event(.added)) == .deliver)
+        #expect(order.added(event(.added), thenMissed: nil) == .deliver)
+        #expect(delivered(order.delivered()) == [.added])
         #expect(isDone(order.delivered()))
         #expect(order.made(event(.cancelled)) == .deliver)
     }
@@ -74,9 +76,15 @@ import Testing
     @Test func eventsMadeBeforeAnAddThatIsNotHeard_areHeardOnceItHappens() {
         var order = LogEventOrder(waitsForAdded: true)
         #expect(order.made(event(.cancelled)) == .leftToTheDeliverer)
-        #expect(order.addedUnheard() == .deliver)
+        #expect(order.added(nil, thenMissed: nil) == .deliver) // below the logger's level, or refused
         #expect(delivered(order.delivered()) == [.cancelled])
         #expect(isDone(order.delivered()))
         #expect(order.made(event(.finished(errors: []))) == .deliver)
+    }
+
+    @Test func anAddWithNothingToHear_leavesNobodyDelivering() {
+        var order = LogEventOrder(waitsForAdded: true)
+        #expect(order.added(nil, thenMissed: nil) == .leftToTheDeliverer)
+        #expect(order.made(event(.started)) == .deliver)
     }
 }

@@ -159,6 +159,36 @@ import TestSupport
         }
     }
 
+    @Test func anOperationCancelledBeforeItsAdd_whoseFinishRacesTheAdd_isHeardAddedCancelledThenFinished() {
+        let logger = RecordingLogger()
+        let queue = AsyncOperationQueue()
+        queue.logger = logger
+        let operations = (0..<200).map { named(AsyncBlockOperation {}, "finish-raced-\($0)") }
+        for operation in operations {
+            operation.cancel(with: StubError("superseded"))
+        }
+        DispatchQueue.concurrentPerform(iterations: operations.count * 2) { index in
+            let operation = operations[index / 2]
+            if index % 2 == 0 {
+                queue.addOperation(operation)
+            } else {
+                operation.finish()
+            }
+        }
+        #expect(waitUntilFinished(operations))
+        // One whose finish came before its add was refused by the queue: heard of not at all, or,
+        // if the logger had joined, without `added` (what the logger kept is let go of).
+        let added = operations.filter { logger.kinds(of: $0.name!).contains(.added) }
+        #expect(!added.isEmpty)
+        #expect(waitUntil { added.allSatisfy { logger.kinds(of: $0.name!).last.map(\.isFinished) == true } })
+
+        for operation in added {
+            let kinds = logger.kinds(of: operation.name!)
+            #expect(Array(kinds.prefix(2)) == [.added, .cancelled], "\(operation.name!): \(kinds)")
+            #expect(kinds.filter { $0 == .cancelled }.count == 1 && kinds.filter(\.isFinished).count == 1, "\(operation.name!): \(kinds)")
+        }
+    }
+
     @Test func theAddedEvent_isHeardOnTheAddingThread() {
         let threads = Recorder<Bool>()
         let name = uniqueName("here")
@@ -202,5 +232,12 @@ private struct BlockingStartObserver: OperationObserver {
 
     func operationDidStart(_ operation: AsyncOperation) {
         body()
+    }
+}
+
+private extension OperationLogEvent.Kind {
+    var isFinished: Bool {
+        if case .finished = self { return true }
+        return false
     }
 }
