@@ -21,11 +21,10 @@ import Foundation
 /// none, does not fail: cancel it with `cancel(with:)` to have it retried). It is retried if
 /// attempts remain, the retry operation has not been cancelled, and `shouldRetry` (if given)
 /// returns true for each of its errors. The retry operation succeeds as soon as an attempt
-/// succeeds; otherwise its `errors`
-/// are **the last attempt's errors**, so it fails the way its last attempt did (`shouldRetry`
-/// sees every error of every failed attempt, if earlier ones matter to you). Operations an
-/// attempt produces are waited for and their errors kept, as in any group (API.md 7): work an
-/// attempt hands off that fails still fails the retry operation.
+/// succeeds; otherwise its `errors` are **the last attempt's errors**, so it fails the way its
+/// last attempt did (`shouldRetry` sees every error of every failed attempt, if earlier ones
+/// matter to you). Operations an attempt produces are waited for and their errors kept, as in
+/// any group (API.md 7): work an attempt hands off that fails still fails the retry operation.
 ///
 /// If `makeAttempt` returns an operation that was already queued or run, the retry operation is
 /// cancelled with `AsyncOperationError.childReused`, beside the errors of the attempt before.

@@ -25,8 +25,8 @@ extension AsyncOperation {
     /// Logs `.added` through the logger `attachment` attached, and, for an operation cancelled
     /// before that logger joined, the `.cancelled` its observers told without it, so that a
     /// logger hears every cancellation once, in order. `refused`: the add was refused after the
-    /// logger joined (the operation went elsewhere meanwhile): what it kept waiting for `.added`
-    /// is heard, without it.
+    /// logger joined (the operation went elsewhere meanwhile): the missed `.cancelled` and what
+    /// was kept waiting for `.added` are heard, without it.
     func logAdded(_ attachment: OperationLifecycle.LoggerAttachment, refused: Bool = false) {
         guard attachment.isAttached, let binding = logBinding else { return }
         binding.logAdded(of: self, missedCancel: attachment.missedCancel, refused: refused)

@@ -52,7 +52,7 @@ final class LoggingObserver: OperationObserver {
     /// Logs `.added` for `operation` (its first event), then `missedCancel`'s `.cancelled` (the
     /// errors of a cancellation before the add, which the observers told before this logger
     /// joined), then the events made meanwhile, each if its level is wanted. With `refused`, the
-    /// add did not happen after all: only the events made meanwhile are heard.
+    /// add did not happen after all: `.added` is left out, the rest is heard.
     func logAdded(of operation: Operation, missedCancel: [any Error]?, refused: Bool = false) {
         let added = refused ? nil : event(.added, of: operation, errors: [])
         let cancelled = missedCancel.flatMap { event(.cancelled, of: operation, errors: $0) }

@@ -581,13 +581,11 @@ struct OperationLifecycle {
 
     // MARK: - Configuration before the operation starts waiting
 
-    /// What adding a configuration item (a dependency, a condition, an observer) came to.
+    /// What adding a configuration item (an observer) came to.
     enum Configuration: Equatable {
         /// Added.
         case added
-        /// It already had it: nothing changed.
-        case alreadyThere
-        /// Too late (the operation is past waiting for it, or finishing): ignored.
+        /// Too late (the operation is finishing): ignored.
         case tooLate
     }
 
