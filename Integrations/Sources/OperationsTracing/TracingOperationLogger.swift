@@ -109,9 +109,9 @@ public final class TracingOperationLogger: OperationLogger, Sendable {
     /// either under it.
     private func endNeverStarted(_ finished: TracingState.Finished) {
         let span = makeSpan(for: finished.event, finished.pending, at: finished.pending.addedAt, started: false)
-        let followers = state.withLock { $0.linkFollowers(of: finished.event.operationID, to: span) }
+        let (followers, lateChildren) = state.withLock { $0.neverStartedSpanMade(finished.event.operationID, span: span) }
         _ = followers // released outside the lock
-        endSpans(of: finished.pending.finishedChildren, under: span)
+        endSpans(of: finished.pending.finishedChildren + lateChildren, under: span)
         end(span, with: finished.event.errors, at: finished.at)
     }
 
@@ -185,8 +185,9 @@ struct TracingState: Sendable {
         case started(any Span)
         /// It never started: make its span, from its add to its finish, and end it.
         case neverStarted(Finished)
-        /// It never started, and neither has its group: its span is made under the group's,
-        /// once the group has one (as it starts, or finishes without starting, after its children).
+        /// It never started, and its group's span does not exist yet: its span is made under the
+        /// group's once it does (as the group starts, or once the span of a group that finished
+        /// without starting is made).
         case keptForGroup
         /// Its add was not heard.
         case unknown
@@ -198,10 +199,23 @@ struct TracingState: Sendable {
         var span: any Span
     }
 
+    /// A group that finished while some of its children were still pending: one thread can
+    /// deliver a child's `.finished` after another delivered the group's, which the child's
+    /// finish let finish. Kept until its last pending child is accounted for.
+    enum EndedGroup {
+        /// It never started, and its span is being made: children finishing meanwhile wait here.
+        case spanComing(lateChildren: [Finished])
+        /// Its span (ended) is this.
+        case ended(ServiceContext)
+    }
+
     private var pending: [OperationID: Pending] = [:]
     private var running: [OperationID: Running] = [:]
     /// For an operation not started yet, the operations that depend on it.
     private var followers: [OperationID: [OperationID]] = [:]
+    /// For a group, how many of its children are pending (added, neither started nor finished).
+    private var pendingChildren: [OperationID: Int] = [:]
+    private var endedGroups: [OperationID: EndedGroup] = [:]
 
     mutating func added(_ event: OperationLogEvent, parent: ServiceContext?, at now: DefaultTracerClock.Instant) {
         let id = event.operationID
@@ -215,6 +229,9 @@ struct TracingState: Sendable {
             }
         }
         pending[id] = operation
+        if let groupID = event.groupID {
+            pendingChildren[groupID, default: 0] += 1
+        }
     }
 
     /// Keeps `event` for the operation's span; returns the span if it exists already.
@@ -228,10 +245,32 @@ struct TracingState: Sendable {
     /// span if it has one).
     mutating func takePending(_ id: OperationID) -> Pending? {
         guard var operation = pending.removeValue(forKey: id) else { return nil }
-        if let groupID = operation.groupID, let group = running[groupID]?.span {
-            operation.parent = group.context
+        if let groupID = operation.groupID {
+            if let context = groupContext(groupID) {
+                operation.parent = context
+            }
+            childLeftPending(of: groupID)
         }
         return operation
+    }
+
+    /// The context of the group's span, if it exists: running, or ended with children pending.
+    private func groupContext(_ groupID: OperationID) -> ServiceContext? {
+        if let group = running[groupID]?.span { return group.context }
+        if case let .ended(context) = endedGroups[groupID] { return context }
+        return nil
+    }
+
+    private mutating func childLeftPending(of groupID: OperationID) {
+        guard let count = pendingChildren[groupID] else { return }
+        if count > 1 {
+            pendingChildren[groupID] = count - 1
+            return
+        }
+        pendingChildren[groupID] = nil
+        if case .ended = endedGroups[groupID] {
+            endedGroups[groupID] = nil
+        }
     }
 
     /// The operation's span started: operations that depend on it link to it.
@@ -249,23 +288,49 @@ struct TracingState: Sendable {
         return waiting
     }
 
+    /// The span of `id`, which never started, was made: operations that depend on it link to
+    /// it, and its children that finished while it was being made are returned, to be made under it.
+    mutating func neverStartedSpanMade(_ id: OperationID, span: any Span) -> (followers: [OperationID], lateChildren: [Finished]) {
+        let followers = linkFollowers(of: id, to: span)
+        guard case let .spanComing(lateChildren) = endedGroups[id] else { return (followers, []) }
+        endedGroups[id] = pendingChildren[id] == nil ? nil : .ended(span.context)
+        return (followers, lateChildren)
+    }
+
     /// The operation finished (`event`, at `now`).
     mutating func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) -> FinishOutcome {
         let id = event.operationID
         if let span = running.removeValue(forKey: id)?.span {
             followers[id] = nil
+            if pendingChildren[id] != nil {
+                endedGroups[id] = .ended(span.context)
+            }
             return .started(span)
         }
         guard var operation = pending.removeValue(forKey: id) else { return .unknown }
+        if pendingChildren[id] != nil {
+            endedGroups[id] = .spanComing(lateChildren: [])
+        }
+        guard let groupID = operation.groupID else {
+            return .neverStarted(Finished(event: event, pending: operation, at: now))
+        }
+        defer { childLeftPending(of: groupID) }
+        if let context = groupContext(groupID) {
+            operation.parent = context
+        }
+        let finished = Finished(event: event, pending: operation, at: now)
         // Kept for its group only if nothing waits for its span: an operation that depends on it
         // may start meanwhile, and links to it only if its span exists by then.
-        if let groupID = operation.groupID, pending[groupID] != nil, followers[id, default: []].isEmpty {
-            pending[groupID]?.finishedChildren.append(Finished(event: event, pending: operation, at: now))
+        guard followers[id, default: []].isEmpty else { return .neverStarted(finished) }
+        if pending[groupID] != nil {
+            pending[groupID]?.finishedChildren.append(finished)
             return .keptForGroup
         }
-        if let groupID = operation.groupID, let group = running[groupID]?.span {
-            operation.parent = group.context
+        if case var .spanComing(lateChildren) = endedGroups[groupID] {
+            lateChildren.append(finished)
+            endedGroups[groupID] = .spanComing(lateChildren: lateChildren)
+            return .keptForGroup
         }
-        return .neverStarted(Finished(event: event, pending: operation, at: now))
+        return .neverStarted(finished)
     }
 }

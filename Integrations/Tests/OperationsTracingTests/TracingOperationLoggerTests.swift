@@ -102,5 +102,36 @@ import Tracing
         #expect(cancellation?.attributes["operation.cancel_reason"]?.toSpanAttribute() == .string("TestFailure(superseded)"))
         #expect(cancelledSpan?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
     }
-}
 
+    /// One thread can deliver a child's `.finished` after another delivered the group's (the
+    /// child's finish let the group finish): the child's span is under the group's all the same,
+    /// whether the group ran or was cancelled before it could.
+    @Test(arguments: [true, false])
+    func aChildsFinishHeardAfterItsGroups_isUnderTheGroupsSpan(groupStarted: Bool) {
+        let tracer = InMemoryTracer()
+        let logger = TracingOperationLogger(tracer: tracer)
+        let (group, child, sibling) = (uniqueName("group"), uniqueName("late-child"), uniqueName("sibling"))
+        let (groupID, childID, siblingID) = (OperationID(rawValue: 1), OperationID(rawValue: 2), OperationID(rawValue: 3))
+        func event(_ name: String, _ kind: OperationLogEvent.Kind, _ id: OperationID, in group: OperationID? = nil) -> OperationLogEvent {
+            OperationLogEvent(operationName: name, queueName: nil, kind: kind, operationID: id, groupID: group)
+        }
+        tracer.withSpan("request") { _ in
+            logger.log(event(group, .added, groupID))
+            logger.log(event(child, .added, childID, in: groupID))
+            logger.log(event(sibling, .added, siblingID, in: groupID))
+        }
+        if groupStarted {
+            logger.log(event(group, .started, groupID))
+        }
+
+        logger.log(event(sibling, .finished(errors: []), siblingID, in: groupID))
+        logger.log(event(group, .finished(errors: []), groupID))
+        logger.log(event(child, .finished(errors: []), childID, in: groupID))
+
+        let groupSpan = span(tracer, group)
+        #expect(groupSpan != nil)
+        #expect(span(tracer, child)?.parentSpanID == groupSpan?.spanID)
+        #expect(span(tracer, sibling)?.parentSpanID == groupSpan?.spanID)
+        #expect(span(tracer, child)?.attributes["operation.started"]?.toSpanAttribute() == .bool(false))
+    }
+}
