@@ -4,7 +4,8 @@ import Operations
 /// Evaluates a condition without producing its dependency.
 ///
 /// Use it to check, for instance, whether permission was already granted, without asking.
-/// Keeps the inner condition's categories and evaluation; its name is `Silent<inner name>`.
+/// Keeps the inner condition's categories, the lock they are held under beyond this process
+/// (`categoryLock`) and its evaluation; its name is `Silent<inner name>`.
 public struct SilentCondition<Inner: OperationCondition>: OperationCondition {
     /// The condition evaluated silently.
     public let inner: Inner
@@ -19,6 +20,9 @@ public struct SilentCondition<Inner: OperationCondition>: OperationCondition {
 
     /// The inner condition's categories.
     public var mutuallyExclusiveCategories: Set<String> { inner.mutuallyExclusiveCategories }
+
+    /// The inner condition's lock: its categories reach as far as they do without the wrapper.
+    public var categoryLock: (any CategoryLock)? { inner.categoryLock }
 
     /// Always `nil`: the point of the wrapper.
     public func dependency(for operation: AsyncOperation) -> Foundation.Operation? { nil }

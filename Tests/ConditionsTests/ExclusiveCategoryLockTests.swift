@@ -39,6 +39,25 @@ struct ExclusiveCategoryLockTests {
         #expect(second.fencingToken(for: category) == nil) // only while it holds the category
     }
 
+    @Test func aSilentCategoryWithALock_waitsForAnotherProcess_andHoldsALease() throws {
+        defer { directory.remove() }
+        let lock = try makeLock()
+        let category = uniqueName("billing")
+        let elsewhere = HeldLockFile(lock, category: category)
+        let tokens = Recorder<UInt64?>()
+        let operation = TokenRecordingOperation(category: category, tokens: tokens)
+        operation.addCondition(SilentCondition(ExclusiveCategory(category, lock: lock)))
+        AsyncOperationQueue().addOperation(operation)
+
+        #expect(waitUntil { operation.debugDescription.contains("held by another process") })
+        #expect(!operation.isExecuting && !operation.isFinished)
+        elsewhere.release()
+        #expect(waitUntilFinished([operation]))
+        #expect(operation.errors.isEmpty)
+        #expect(tokens.all.count == 1)
+        #expect((tokens.all.first ?? nil).map { $0 > 0 } == true)
+    }
+
     @Test func theSameNameWithAndWithoutALock_isOneCategory_inAddOrder() throws {
         defer { directory.remove() }
         let lock = try makeLock()

@@ -79,7 +79,8 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     ///     seconds.
     ///   - fencingSequence: The sequence of fencing tokens, made if missing: a name, or a schema and
     ///     a name separated by a dot, of letters, digits and underscores (other characters are
-    ///     dropped; what is left empty falls back to the default).
+    ///     dropped). What is left falls back to the default if it is not one of those two shapes:
+    ///     empty, more than one dot, or an empty part (`"seq."`).
     ///   - logger: Where the lock logs what it does, at debug level.
     public init(
         client: PostgresClient,

@@ -22,7 +22,7 @@ import Foundation
 ///
 /// Its `progress` counts the children: `totalUnitCount` those admitted (growing as children are
 /// added or produced), `completedUnitCount` those finished, and `fractionCompleted` is 1 once the
-/// group has finished. A child group's progress is a child of its parent's, as Foundation's child
+/// group has finished (a group that finishes with no child counts one unit then, done). A child group's progress is a child of its parent's, as Foundation's child
 /// progress works, so nested groups report partial progress. Cancelling the progress cancels the
 /// group, and cancelling the group cancels its progress.
 ///
@@ -149,6 +149,10 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// adding them.
     open override func execute() {
         queue.setLineRoot(lineRootOfChildren()) // before they can run
+        if let enclosing = lifecycle.queue {
+            // The children's conditions get the time the group's own queue gives conditions.
+            queue.conditionEvaluationTimeout = enclosing.conditionEvaluationTimeout
+        }
         queue.isSuspended = false
         let start = children.withLock { $0.executionBegan() }
         perform(start.action) // start.released goes after unlocking

@@ -51,6 +51,10 @@ struct UpstreamCondition: OperationCondition {
             return .upstreamFailed(operation: name, upstream: root, reason: reason)
         case let AsyncOperationError.upstreamCancelled(_, root)?:
             return .upstreamCancelled(operation: name, upstream: root)
+        case .some where upstream.isCancelled:
+            // Cancelled with a reason (`cancel(with:)`, a timeout, a shutdown): cancelled all the
+            // same; the upstream's own errors keep the reason.
+            return .upstreamCancelled(operation: name, upstream: upstream.displayName)
         case .some:
             let reason = errors.map { String(describing: $0) }.joined(separator: "; ")
             return .upstreamFailed(operation: name, upstream: upstream.displayName, reason: reason)

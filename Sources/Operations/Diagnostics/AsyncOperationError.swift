@@ -25,7 +25,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// first operation that failed, not the link just before.
     case upstreamFailed(operation: String, upstream: String, reason: String)
     /// `operation` did not execute because `upstream`, an operation before it in a chain, was
-    /// cancelled. Along a chain, `upstream` names the first operation that was cancelled.
+    /// cancelled, with or without a reason (`cancel(with:)`, a timeout: `upstream`'s own `errors`
+    /// keep it). Along a chain, `upstream` names the first operation that was cancelled.
     case upstreamCancelled(operation: String, upstream: String)
     /// `operation` takes an input that never arrived: `upstream` (when named) finished without
     /// producing an output, or the operation was never given an input at all.

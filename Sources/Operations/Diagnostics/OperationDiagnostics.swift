@@ -14,7 +14,8 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         case addedAfterFinishing
         /// An operation's dependencies form a cycle; it finishes with `.dependencyCycle`.
         case dependencyCycle
-        /// `finish(with:)` was called on an operation that had already finished; the call was ignored.
+        /// `finish(with:)` (or `finish(producing:)`) was called on an operation that had already
+        /// finished; the call was ignored.
         case finishedTwice
         /// An `AsyncBlockOperation`'s continuation was called a second time; the call was ignored.
         case continuationCalledTwice

@@ -8,8 +8,8 @@
 /// ```swift
 /// print(queue.snapshot())
 /// // AsyncOperationQueue 'sync': suspended, 2 unfinished operations
-/// //   migrate: ready
-/// //   save: evaluating conditions; waits for its queue 'sync' to resume (suspended)
+/// //   migrate: waiting in line; waits for its queue 'sync' to resume (suspended)
+/// //   save: waiting for dependencies; waits for dependency 'migrate'
 /// ```
 public struct QueueSnapshot: Sendable, Hashable, CustomStringConvertible {
     /// The queue's `name`, if it has one.

@@ -71,8 +71,9 @@ public final class FileCategoryLock: CategoryLock {
 
     /// The lock file of `category`: its name in canonical composition (NFC, so that spellings
     /// Swift holds equal share one file), with every byte other than ASCII letters, digits, `.`,
-    /// `-` and `_` escaped as `%` and two hex digits, and `.lock`. A name that escapes to more
-    /// than 200 characters keeps its first 160, then `%-` and a hash of the whole name.
+    /// `-` and `_` escaped as `%` and two hex digits, and a leading `.` escaped too (`%2E`, so that
+    /// no lock file is hidden), then `.lock`. A name that escapes to more than 200 characters keeps
+    /// its first 160, then `%-` and a hash of the whole name.
     public func lockFile(for category: String) -> URL {
         URL(fileURLWithPath: lockFilePath(for: category))
     }

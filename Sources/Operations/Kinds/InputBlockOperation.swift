@@ -34,7 +34,7 @@ open class InputBlockOperation<Input: Sendable, Output: Sendable>: InputOperatio
             return
         }
         do {
-            finish(producing: try block(input))
+            finishProducing(try block(input))
         } catch {
             finish(with: error)
         }

@@ -47,16 +47,54 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     }
 
     /// Finishes the operation with `output` as its value. Ignored (like any late finish) once the
-    /// operation has finished.
-    public final func finish(producing output: Output) {
-        perform(lifecycle.finish(producing: output))
+    /// operation has finished: the `.finishedTwice` diagnostic then names this call's file and
+    /// line, and the type of the value it dropped.
+    public final func finish(producing output: Output, file: StaticString = #fileID, line: UInt = #line) {
+        finish(producing: output, by: .produce(CallSite(file: file, line: line), valueType: "\(Output.self)"))
     }
 
-    /// Finishes the operation with the value or the error in `result`.
+    /// Finishes the operation with `output` as its value: `finish(producing:file:line:)` as a
+    /// function value (`completion: operation.finish(producing:)`), which has no call site to
+    /// report.
+    @_disfavoredOverload
+    public final func finish(producing output: Output) {
+        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+    }
+
+    /// Finishes the operation with the value or the error in `result`. Ignored once the operation
+    /// has finished: the `.finishedTwice` diagnostic then names this call's file and line, and
+    /// what it dropped.
+    public final func finish(with result: Result<Output, any Error>, file: StaticString = #fileID, line: UInt = #line) {
+        switch result {
+        case let .success(output): finish(producing: output, file: file, line: line)
+        case let .failure(error): finish(with: error, file: file, line: line)
+        }
+    }
+
+    /// Finishes the operation with the value or the error in `result`:
+    /// `finish(with:file:line:)` as a function value (`completion: operation.finish(with:)`),
+    /// which has no call site to report.
+    @_disfavoredOverload
     public final func finish(with result: Result<Output, any Error>) {
         switch result {
-        case let .success(output): finish(producing: output)
-        case let .failure(error): finish(with: error)
+        case let .success(output): finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+        case let .failure(error): finish(errors: [error])
+        }
+    }
+
+    /// The framework's own finish with a value (a block's, a task's): a late one names no call site.
+    final func finishProducing(_ output: Output) {
+        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+    }
+
+    private func finish(producing output: Output, by call: FinishCall) {
+        withExtendedLifetime(self) {
+            let action = lifecycle.finish(producing: output)
+            if case .reportDuplicate = action {
+                reportIgnoredFinish(call, dropping: [])
+            } else {
+                perform(action)
+            }
         }
     }
 }
@@ -84,7 +122,7 @@ open class ResultBlockOperation<Output: Sendable>: ResultOperation<Output>, @unc
             return
         }
         do {
-            finish(producing: try block())
+            finishProducing(try block())
         } catch {
             finish(with: error)
         }

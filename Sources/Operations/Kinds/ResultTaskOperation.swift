@@ -33,7 +33,7 @@ open class ResultTaskOperation<Output: Sendable>: ResultOperation<Output>, @unch
         let started = runner.start { [self] result in
             switch result {
             case let .success(output):
-                finish(producing: output)
+                finishProducing(output)
             case let .failure(error):
                 finish(afterTaskThrew: error)
             }

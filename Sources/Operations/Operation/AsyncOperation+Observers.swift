@@ -15,7 +15,8 @@ extension AsyncOperation {
         }
     }
 
-    /// Adds `operation` to the queue (or group) this operation runs in, and tells observers.
+    /// Adds `operation` to the queue (or group) this operation runs in, and tells observers
+    /// (unless this operation's finish has begun: they have heard, or are hearing, its last event).
     ///
     /// Use it to start follow-up work from inside `execute()`; a `GroupOperation` waits for
     /// operations its children produce. Called on an operation that is not on any queue, it

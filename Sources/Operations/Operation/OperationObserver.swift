@@ -5,14 +5,15 @@ import Foundation
 /// Every method has an empty default, so an observer implements only what it needs. Methods are
 /// called on arbitrary threads, never while the framework holds a lock, and in this order:
 /// `operationDidStart` exactly once, before `execute()` (only if the operation executes);
-/// `operationDidCancel` at most once; `operation(_:didProduce:)` once per produced operation; and
-/// `operationDidFinish` exactly once, last, with `errors` already final.
+/// `operationDidCancel` at most once; `operation(_:didProduce:)` once per operation produced
+/// before the finish began (one produced later still runs, unheard); and `operationDidFinish`
+/// exactly once, last, with `errors` already final.
 public protocol OperationObserver: Sendable {
     /// The operation is about to execute.
     func operationDidStart(_ operation: AsyncOperation)
     /// The operation was cancelled (called at most once).
     func operationDidCancel(_ operation: AsyncOperation)
-    /// The operation produced `newOperation` with `produce(_:)`.
+    /// The operation produced `newOperation` with `produce(_:)`, before its finish began.
     func operation(_ operation: AsyncOperation, didProduce newOperation: Foundation.Operation)
     /// The operation finished; `errors` are final. The last call an observer receives.
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error])

@@ -221,9 +221,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// default, reports nothing and costs nothing.
     ///
     /// ```swift
+    /// queue.name = "ledger"
     /// queue.stallReportThreshold = 30
-    /// // [Operations] stalled (sync): has waited 30 s without executing: sync: waiting for
-    /// // categories; waits for category 'Database' (held by 'migrate'; 1st in line) ...
+    /// // [Operations] stalled (sync, queue 'ledger'): has waited 30 s without executing: sync:
+    /// // waiting for categories; waits for category 'Database' (held by 'migrate'; 1st in line) ...
     /// ```
     public var stallReportThreshold: TimeInterval? {
         get { stallWatch.withLock { $0?.threshold } }
@@ -235,7 +236,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// How long a condition may take to call its completion handler before the operation fails
     /// with `AsyncOperationError.conditionTimedOut`. Defaults to 60 seconds; `.infinity` waits
-    /// forever.
+    /// forever. The children of a group (a cascade's steps, a retry's attempts) get the time of
+    /// the queue the group runs on, as it is when the group starts.
     public var conditionEvaluationTimeout: TimeInterval {
         get { state.withLock { $0.settings.conditionEvaluationTimeout } }
         set { state.withLock { $0.settings.conditionEvaluationTimeout = newValue } }

@@ -67,6 +67,21 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
         #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamCancelled(operation: "save", upstream: "fetch")])
     }
 
+    @Test func cancellationWithAReason_stopsTheRest_asCancelled() {
+        let ran = Counter()
+        let fetch = named("fetch", AsyncBlockOperation { ran.increment() })
+        let parse = named("parse", AsyncBlockOperation { ran.increment() })
+        let save = named("save", AsyncBlockOperation { ran.increment() })
+        fetch.cancel(with: StubError("superseded"))
+
+        AsyncOperationQueue().addChain([fetch, parse, save], waitUntilFinished: true)
+
+        #expect(ran.current == 0)
+        #expect(fetch.errors.asStubErrors == [StubError("superseded")]) // the reason stays with it
+        #expect(parse.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamCancelled(operation: "parse", upstream: "fetch")])
+        #expect(save.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamCancelled(operation: "save", upstream: "fetch")])
+    }
+
     @Test func cancellingTheMiddle_whileTheFirstRuns_stopsTheRest() {
         let held = HeldOperations()
         let ran = Counter()

@@ -226,6 +226,30 @@ import TestSupport
         // Then it still reports the child's error
         #expect(group.errors.asStubErrors == [childError])
     }
+
+    @Test func childrensConditions_getTheTimeOfTheQueueTheGroupRunsOn_nestedGroupsToo() {
+        // Given a queue that gives conditions 0.2 s, and a group with a child, and a nested
+        // group's child, whose conditions never answer
+        let queue = AsyncOperationQueue()
+        queue.conditionEvaluationTimeout = 0.2
+        let answers = HeldCallback<ConditionResult>()
+        let nestedAnswers = HeldCallback<ConditionResult>()
+        let child = AsyncBlockOperation {}
+        child.addCondition(StubCondition(name: "Silent") { _, completion in answers.hold(completion) })
+        let nestedChild = AsyncBlockOperation {}
+        nestedChild.addCondition(StubCondition(name: "Silent") { _, completion in nestedAnswers.hold(completion) })
+        let group = GroupOperation(operations: [child, GroupOperation(operations: [nestedChild])])
+
+        // When the group runs
+        queue.addOperation(group)
+
+        // Then both children fail with the queue's timeout, long before the default 60 s
+        #expect(waitUntilFinished([group], timeout: 20))
+        #expect(child.errors.asOperationErrors == [.conditionTimedOut(condition: "Silent", after: 0.2)])
+        #expect(nestedChild.errors.asOperationErrors == [.conditionTimedOut(condition: "Silent", after: 0.2)])
+        answers.drop()
+        nestedAnswers.drop()
+    }
 }
 
 /// Calls `body` when the observed operation starts.

@@ -96,6 +96,27 @@ private struct LostWork: Error, CustomStringConvertible {
         #expect(report?.message.contains("DiagnosticMessagesTests.swift:") == true)
     }
 
+    @Test func aResultOperationFinishedTwice_namesTheCallAndWhatItDropped() throws {
+        let operation = ResultBlockOperation { 1 }
+        operation.name = uniqueName("count")
+        try operation.runAndWait(on: AsyncOperationQueue(), timeout: generousTimeout)
+
+        let failureLine = #line + 1
+        operation.finish(with: .failure(LostWork()))
+        let valueLine = #line + 1
+        operation.finish(producing: 2)
+        let successLine = #line + 1
+        operation.finish(with: Result<Int, any Error>.success(3))
+
+        let messages = DiagnosticsLog.shared.diagnostics(about: operation.name!).map(\.message)
+        #expect(messages == [
+            "finish(with:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(failureLine) on an operation that had already finished; the call was ignored and the error it passed was dropped: the upload failed",
+            "finish(producing:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(valueLine) on an operation that had already finished; the call was ignored and the value it passed, of type Int, was dropped",
+            "finish(producing:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(successLine) on an operation that had already finished; the call was ignored and the value it passed, of type Int, was dropped",
+        ])
+        #expect(operation.output == 1) // the first finish won
+    }
+
     @Test func continuationCalledTwice_namesTheDroppedError_andWhereTheBlockWasCreated() {
         let queue = AsyncOperationQueue()
         queue.name = "uploads"

@@ -110,6 +110,27 @@ import TestSupport
         #expect(waitUntil { queue.snapshot().operations.isEmpty })
     }
 
+    /// The example in `QueueSnapshot`'s documentation, printed as it shows it.
+    @Test func aSuspendedQueuesSnapshot_readsAsItsDocumentationShows() {
+        let queue = AsyncOperationQueue()
+        queue.name = "sync"
+        queue.isSuspended = true
+        let migrate = AsyncBlockOperation {}
+        migrate.name = "migrate"
+        let save = AsyncBlockOperation {}
+        save.name = "save"
+        save.addDependency(migrate)
+        queue.addOperations([migrate, save], waitUntilFinished: false)
+
+        #expect(queue.snapshot().description == """
+            AsyncOperationQueue 'sync': suspended, 2 unfinished operations
+              migrate: waiting in line; waits for its queue 'sync' to resume (suspended)
+              save: waiting for dependencies; waits for dependency 'migrate'
+            """)
+        queue.isSuspended = false
+        #expect(waitUntilFinished([migrate, save]))
+    }
+
     @Test func childOfAGroupThatHasNotStarted_saysItWaitsForItsGroup() {
         let child = AsyncBlockOperation {}
         child.name = uniqueName("child")
