@@ -713,24 +713,6 @@ struct BridgeProbeTests {
 
 // MARK: - Support
 
-/// What `task` ended with, or `nil` if it had not ended within `timeout`: a wait that never ends
-/// fails the test instead of hanging it.
-private func boundedOutcome<Success: Sendable>(
-    of task: Task<Success, any Error>,
-    timeout: TimeInterval = generousTimeout
-) async -> Result<Success, any Error>? {
-    let ended = Recorder<Result<Success, any Error>>()
-    Task { ended.append(await task.result) }
-    guard await eventually(timeout: timeout, { ended.count > 0 }) else { return nil }
-    return ended.all.first
-}
-
-/// Whether an outcome is a `CancellationError`.
-private func isCancellationError<Success>(_ outcome: Result<Success, any Error>) -> Bool {
-    if case let .failure(error) = outcome { return error is CancellationError }
-    return false
-}
-
 /// Holds the async closures that wait on it until the test opens it. Deliberately deaf to task
 /// cancellation: it stands for a body that ignores cancellation.
 private final class AsyncGate: @unchecked Sendable {

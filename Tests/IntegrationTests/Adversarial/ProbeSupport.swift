@@ -66,3 +66,21 @@ func exclusive(_ operation: AsyncOperation) -> AsyncOperation {
     operation.addCondition(ExclusiveCategory(uniqueName("own")))
     return operation
 }
+
+/// What `task` ended with, or `nil` if it had not ended within `timeout`: a wait that never ends
+/// fails the test instead of hanging it.
+func boundedOutcome<Success: Sendable>(
+    of task: Task<Success, any Error>,
+    timeout: TimeInterval = generousTimeout
+) async -> Result<Success, any Error>? {
+    let ended = Recorder<Result<Success, any Error>>()
+    Task { ended.append(await task.result) }
+    guard await eventually(timeout: timeout, { ended.count > 0 }) else { return nil }
+    return ended.all.first
+}
+
+/// Whether an outcome is a `CancellationError`.
+func isCancellationError<Success>(_ outcome: Result<Success, any Error>) -> Bool {
+    if case let .failure(error) = outcome { return error is CancellationError }
+    return false
+}
