@@ -201,11 +201,20 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             observer.operationDidStart(self)
         }
         queue?.operationDidStart(self, ticket: ticket)
-        switch lifecycle.startDelivered() {
+        var next = lifecycle.startDelivered()
+        if case let .deliverCancel(observers, followUp) = next {
+            // Cancelled while its start was being announced: every observer heard the start.
+            for observer in observers {
+                observer.operationDidCancel(self)
+            }
+            react(toCancel: followUp)
+            next = lifecycle.cancelDeliveredAfterStart()
+        }
+        switch next {
         case let .finish(heldBack):
-            perform(heldBack) // finished while its start was being announced
+            perform(heldBack) // finished while its start (or its cancel) was being announced
             return
-        case .skipExecution:
+        case .skipExecution, .deliverCancel:
             return // finished meanwhile; another notification in flight delivers the finish
         case .execute:
             break
@@ -375,19 +384,24 @@ open class AsyncOperation: Operation, @unchecked Sendable {
                 observer.operationDidCancel(self)
             }
             let heldBack = lifecycle.notificationDelivered()
-            switch followUp {
-            case .none:
-                break
-            case .interruptExecution:
-                cancellationDuringExecution()
-            case .announceReady:
-                announceReadiness()
-            case let .releaseCategories(categories):
-                releaseCategories(categories, to: engine.exclusivity)
-            }
-            wasCancelled() // after the operation's own reaction: a group has cancelled its children
+            react(toCancel: followUp)
             perform(heldBack)
         }
+    }
+
+    /// What the operation does once its observers heard it was cancelled.
+    private func react(toCancel followUp: OperationLifecycle.CancelFollowUp) {
+        switch followUp {
+        case .none:
+            break
+        case .interruptExecution:
+            cancellationDuringExecution()
+        case .announceReady:
+            announceReadiness()
+        case let .releaseCategories(categories):
+            releaseCategories(categories, to: engine.exclusivity)
+        }
+        wasCancelled() // after the operation's own reaction: a group has cancelled its children
     }
 
     // MARK: - Dependencies

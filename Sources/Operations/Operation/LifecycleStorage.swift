@@ -125,6 +125,7 @@ struct LifecycleStorage {
     func start() -> OperationLifecycle.StartAction { locked.withLock { $0.start() } }
     func startedOn(_ queue: OperationQueue?, mention: QueueMention?, ticket: UInt64) { locked.withLock { $0.startedOn(queue, mention: mention, ticket: ticket) } }
     func startDelivered() -> OperationLifecycle.AfterStartAction { locked.withLock { $0.startDelivered() } }
+    func cancelDeliveredAfterStart() -> OperationLifecycle.AfterStartAction { locked.withLock { $0.cancelDeliveredAfterStart() } }
     func announceProduced() -> OperationLifecycle.ProduceAction { locked.withLock { $0.announceProduced() } }
     func notificationDelivered() -> OperationLifecycle.FinishAction { locked.withLock { $0.notificationDelivered() } }
     func cancel(error: (any Error)?, onlyBeforeExecution: Bool) -> OperationLifecycle.CancelAction { locked.withLock { $0.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution) } }

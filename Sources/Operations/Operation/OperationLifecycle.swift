@@ -114,6 +114,9 @@ struct OperationLifecycle {
 
     private(set) var state = State.initialized
     private(set) var isCancelled = false
+    /// Whether `operationDidStart` is being announced, and whether a cancel came meanwhile (next
+    /// to `isCancelled`: a byte that fits where the layout has room).
+    private(set) var startAnnouncement = StartAnnouncement.none
     /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
     /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
     private(set) var queue: AsyncOperationQueue?
@@ -1090,6 +1093,7 @@ struct OperationLifecycle {
         if placement.startedByCaller {
             state = .executing(placement, standing)
             notificationsInFlight += 1
+            startAnnouncement = .inFlight
             return .startExecuting(observers: observers, queue: placement.wasHandedOff ? queue : nil, ticket: placement.ticket)
         }
         placement.wasHandedOff = true
@@ -1290,6 +1294,7 @@ struct OperationLifecycle {
             }
             state = .executing(placement, standing)
             notificationsInFlight += 1
+            startAnnouncement = .inFlight
             return .execute(observers: observers, queue: queue, ticket: placement.ticket)
         case .initialized:
             if isCancelled { return .finish(beginFinishing(adding: [])) }
@@ -1346,6 +1351,11 @@ struct OperationLifecycle {
         case .ready:
             // Foundation starts it, and start() finishes it without executing.
             followUp = releaseCategoriesEarly().map(CancelFollowUp.releaseCategories) ?? .none
+        case .executing where startAnnouncement == .inFlight:
+            // Every observer hears the start first: the cancel is delivered once the start is
+            // (`startDelivered()`), and counts as in flight until then, so a finish waits for it.
+            startAnnouncement = .cancelledMeanwhile
+            return .none
         case .executing:
             followUp = .interruptExecution
         case .finishing, .finished:
@@ -1454,10 +1464,34 @@ struct OperationLifecycle {
         /// Its finish was accepted meanwhile and is delivered by another notification still in
         /// flight: `execute()` must not run.
         case skipExecution
+        /// Cancelled while its start was being announced: tell `observers` now, react as to a
+        /// cancel (`followUp`), then report `cancelDeliveredAfterStart()`.
+        case deliverCancel(observers: [any OperationObserver], followUp: CancelFollowUp)
+    }
+
+    /// Whether `operationDidStart` is being announced.
+    enum StartAnnouncement {
+        case none
+        case inFlight
+        /// And the operation was cancelled meanwhile: its observers hear that next.
+        case cancelledMeanwhile
     }
 
     /// `operationDidStart` reached every observer.
     mutating func startDelivered() -> AfterStartAction {
+        let cancelledMeanwhile = startAnnouncement == .cancelledMeanwhile
+        startAnnouncement = .none
+        let heldBack = notificationDelivered()
+        if cancelledMeanwhile {
+            // The cancel is still in flight, so no finish was let through (`heldBack` is none).
+            return .deliverCancel(observers: observers, followUp: phase == .executing ? .interruptExecution : .none)
+        }
+        if case .deliver = heldBack { return .finish(heldBack) }
+        return phase == .executing ? .execute : .skipExecution
+    }
+
+    /// The cancel made while the start was being announced reached every observer after it.
+    mutating func cancelDeliveredAfterStart() -> AfterStartAction {
         let heldBack = notificationDelivered()
         if case .deliver = heldBack { return .finish(heldBack) }
         return phase == .executing ? .execute : .skipExecution

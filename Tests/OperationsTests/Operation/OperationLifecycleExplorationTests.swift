@@ -296,6 +296,9 @@ private enum Step: Hashable {
     case foundationStart
     case deliverDidStart(observers: Int)
     case afterDidStart
+    /// A cancel made while the start was being announced reaches the observers after it.
+    case deliverDidCancelAfterStart(observers: Int, interruptsExecution: Bool)
+    case afterDidCancelAfterStart
     case finishAfterExecuting
     // A continuation block (`AsyncBlockOperation.execute()`).
     /// `execute()` begins the block (`beginBlock()`).
@@ -376,6 +379,8 @@ private struct World {
 
     // What was observed.
     var cancelCalled = false
+    /// `operationDidStart` reached the observers, and `startDelivered()` has not been told yet.
+    var announcingStart = false
     var didStart = 0
     var didCancel = 0
     var didProduce = 0
@@ -410,14 +415,14 @@ private struct World {
                 finishWaitsForNotifications: l.finishWaitsForNotifications,
                 finishRequestedBeforeStart: l.finishRequestedBeforeStart,
                 withdrawsFromCategories: l.withdrawsFromCategories, finishHoldOffered: l.finishHoldOffered,
-                holdsFinish: l.holdsFinish, block: l.block.map { "\($0)" }
+                holdsFinish: l.holdsFinish, startAnnouncement: "\(l.startAnnouncement)", block: l.block.map { "\($0)" }
             ),
             threads: threads.count < 2 ? threads : threads.sorted { $0.hashValue < $1.hashValue },
             used: [handStarts, cancels, finishes, suspensions, produces, parkedToProceed,
                    didStart, didCancel, didProduce, didFinish, executed, completed],
             flags: [enqueued, dependencyFinished, lateDependencyAdded, lateDependencyFinished, lateConditionAdded, lateConditionBrought, lateConditionAttached, cycleAdded, selfDependencyAdded, selfCycleRecorded, heldFinishOwed, suspended, parkedForHandOff, heldByQueue,
                     onFoundation, otherHolds, weHold, inLine, eligible, cancelCalled, holdsTurnFromAdd,
-                    continuationHandedOut, continuationCalled, gateClosed, continuationCalledAfterCancel],
+                    continuationHandedOut, continuationCalled, gateClosed, continuationCalledAfterCancel, announcingStart],
             answersOwed: answersOwed, satisfiedConditions: satisfiedConditions, answeredOnce: answeredOnce,
             answeredTwice: answeredTwice, deliveredErrors: deliveredErrors
         )
@@ -437,6 +442,7 @@ private struct World {
         var notificationsInFlight: Int
         var finishWaitsForNotifications, finishRequestedBeforeStart, withdrawsFromCategories, finishHoldOffered: Bool
         var holdsFinish: Bool
+        var startAnnouncement: String
         /// The block's stage and whether it holds a continuation, as the value describes itself.
         var block: String?
     }
@@ -1048,29 +1054,23 @@ private struct Explorer {
             deliver("operationDidStart", to: observers, in: &world)
             world.didStart += 1
             if world.didStart > 1 { world.violate("operationDidStart delivered twice") }
+            world.announcingStart = true
             return [.afterDidStart]
 
         case .afterDidStart:
-            switch world.life.startDelivered() {
-            case let .finish(heldBack):
-                return [.perform(Finish(heldBack))]
-            case .skipExecution:
-                return []
-            case .execute:
-                break
-            }
-            world.executed += 1
-            if world.executed > 1 { world.violate("execute() called twice") }
-            if world.didFinish > 0 { world.violate("execute() called after operationDidFinish") }
-            if world.life.phase == .finishing {
-                if checkedBugs.contains(.executesAfterFinishAccepted) {
-                    world.violate("execute() called after the operation's finish was accepted (phase finishing)")
-                }
-            } else if world.life.phase != .executing {
-                world.violate("execute() called in phase \(world.life.phase)")
-            }
-            if !scope.categories.isEmpty && !world.weHold { world.violate("execute() called without holding its category") }
-            return scope.continuationBlock ? [.beginBlock] : [.finishAfterExecuting] // the work is done some time: the subclass finishes
+            world.announcingStart = false
+            return afterStart(world.life.startDelivered(), in: &world)
+
+        case let .deliverDidCancelAfterStart(observers, interrupts):
+            deliver("operationDidCancel", to: observers, in: &world)
+            world.didCancel += 1
+            if world.didCancel > 1 { world.violate("operationDidCancel delivered twice") }
+            if world.didStart == 0 { world.violate("a cancel held back for the start was delivered without operationDidStart") }
+            if interrupts && scope.continuationBlock { return [.blockCancelled, .afterDidCancelAfterStart] }
+            return [.afterDidCancelAfterStart]
+
+        case .afterDidCancelAfterStart:
+            return afterStart(world.life.cancelDeliveredAfterStart(), in: &world)
 
         case .beginBlock:
             guard case .call = world.life.beginBlock() else {
@@ -1115,6 +1115,7 @@ private struct Explorer {
 
         case let .deliverDidCancel(observers, releases, interrupts):
             deliver("operationDidCancel", to: observers, in: &world)
+            if world.announcingStart { world.violate("operationDidCancel delivered while operationDidStart was being announced") }
             world.didCancel += 1
             if world.didCancel > 1 { world.violate("operationDidCancel delivered twice") }
             return [.afterDidCancel(releasesCategories: releases, interruptsExecution: interrupts)]
@@ -1211,6 +1212,34 @@ private struct Explorer {
     }
 
     // MARK: The storage's collaborators
+
+    /// What the operation does once its start (and a cancel held back for it) was announced.
+    private func afterStart(_ action: OperationLifecycle.AfterStartAction, in world: inout World) -> [Step] {
+        switch action {
+        case let .finish(heldBack):
+            return [.perform(Finish(heldBack))]
+        case .skipExecution:
+            return []
+        case let .deliverCancel(observers, followUp):
+            var interrupts = false
+            if case .interruptExecution = followUp { interrupts = true }
+            return [.deliverDidCancelAfterStart(observers: observers.count, interruptsExecution: interrupts)]
+        case .execute:
+            break
+        }
+        world.executed += 1
+        if world.executed > 1 { world.violate("execute() called twice") }
+        if world.didFinish > 0 { world.violate("execute() called after operationDidFinish") }
+        if world.life.phase == .finishing {
+            if checkedBugs.contains(.executesAfterFinishAccepted) {
+                world.violate("execute() called after the operation's finish was accepted (phase finishing)")
+            }
+        } else if world.life.phase != .executing {
+            world.violate("execute() called in phase \(world.life.phase)")
+        }
+        if !scope.categories.isEmpty && !world.weHold { world.violate("execute() called without holding its category") }
+        return scope.continuationBlock ? [.beginBlock] : [.finishAfterExecuting] // the work is done some time: the subclass finishes
+    }
 
     private func deliver(_ notification: String, to observers: Int, in world: inout World) {
         if observers != 1 { world.violate("\(notification) delivered to \(observers) observers instead of 1") }
