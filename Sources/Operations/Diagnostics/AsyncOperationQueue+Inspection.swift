@@ -41,6 +41,7 @@ extension AsyncOperationQueue {
         if let lineReason = reasonForWaitingInLine(operation, ticket: PlainOperationRegistry.ticket(of: operation)) {
             state = .waitingInLine
             reasons.append(lineReason)
+            reasons += operation.dependencies.filter { !$0.isFinished }.map { .dependency($0.displayName) } // as an AsyncOperation's
         } else if operation.isFinished {
             state = .finished
         } else if operation.isExecuting {

@@ -13,6 +13,9 @@
 /// An operation's first event is `.added`: an event made before it (a cancel or a finish racing
 /// the add, heard by the logger that joined a moment earlier) is kept and heard right after it,
 /// and after the cancellation the logger joined too late to hear, if there was one.
+///
+/// Its last is `.finished`: an event made after it (a grant on its way as a cancel finished the
+/// operation, on another thread) is dropped.
 struct LogEventOrder {
     /// What to do with an event that was made.
     enum Admission: Equatable {
@@ -22,6 +25,8 @@ struct LogEventOrder {
         case leftToTheDeliverer
         /// Its snapshot is older than an event made since: drop it.
         case stale
+        /// `.finished` was made before it: drop it.
+        case afterTheFinish
     }
 
     /// How many events were made; a snapshot remembers it as its mark.
@@ -30,6 +35,8 @@ struct LogEventOrder {
     /// Events made before `.added`, kept to be heard right after it; `nil` once it was made (or
     /// if the order does not wait for it).
     private var madeBeforeAdded: [OperationLogEvent]?
+    /// Whether `.finished` was made.
+    private var finishedMade = false
 
     /// `waitsForAdded`: the logger joins as the operation is being added, and hears `.added`
     /// first, whatever was made before it.
@@ -41,10 +48,16 @@ struct LogEventOrder {
     /// Made before the add (`added(_:thenMissed:)`) of an order that waits for it, it is kept for
     /// after the add.
     mutating func made(_ event: OperationLogEvent, madeSince mark: UInt64? = nil) -> Admission {
+        if finishedMade {
+            return .afterTheFinish
+        }
         if let mark, mark != eventsMade {
             return .stale
         }
         eventsMade &+= 1
+        if case .finished = event.kind {
+            finishedMade = true
+        }
         if madeBeforeAdded != nil {
             madeBeforeAdded?.append(event)
             return .leftToTheDeliverer // whoever delivers the add

@@ -90,6 +90,9 @@ final class CategoryLockGate: Sendable {
                 self.perform(self.state.withLock { $0.failed(Self.reported(error, for: category), round: round) }, for: operation)
             }
         })
+        if state.withLock({ $0.awaitedCategory == category }) {
+            operation.logWaiting() // not granted at once: held elsewhere, or the lock answers later
+        }
     }
 
     /// What the operation fails with: a lock's own error as it is, anything else as `unavailable`.

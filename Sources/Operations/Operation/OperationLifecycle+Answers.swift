@@ -167,6 +167,9 @@ extension OperationLifecycle {
     /// lock gate.
     mutating func categoriesGranted(leasesAcquired: Bool) -> Grant {
         if !leasesAcquired, let categoryLockGate { return .acquireLeases(categoryLockGate) }
-        return .held(categories: categories, logger: logger, then: categoriesGranted())
+        // An operation whose finish has begun (a cancel came first) is not heard granted them:
+        // its `.finished` is its last event.
+        let heardBy = hasBegunFinishing ? nil : logger
+        return .held(categories: categories, logger: heardBy, then: categoriesGranted())
     }
 }
