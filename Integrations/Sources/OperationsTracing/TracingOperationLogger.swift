@@ -86,7 +86,9 @@ public final class TracingOperationLogger: OperationLogger, Sendable {
     }
 
     private func start(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) {
-        guard let pending = state.withLock({ $0.takePending(event.operationID) }) else { return }
+        let (taken, released) = state.withLock { $0.takePending(event.operationID) }
+        _ = released // a span context let go of outside the lock
+        guard let pending = taken else { return }
         let span = makeSpan(for: event, pending, at: now, started: true)
         let followers = state.withLock { $0.started(event.operationID, span: span) }
         _ = followers // released outside the lock
@@ -94,7 +96,9 @@ public final class TracingOperationLogger: OperationLogger, Sendable {
     }
 
     private func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) {
-        switch state.withLock({ $0.finish(event, at: now) }) {
+        let (outcome, released) = state.withLock { $0.finish(event, at: now) }
+        _ = released // a span context let go of outside the lock
+        switch outcome {
         case let .started(span):
             end(span, with: event.errors, at: now)
         case let .neverStarted(finished):
@@ -242,16 +246,15 @@ struct TracingState: Sendable {
     }
 
     /// What the span of an operation about to start needs (its parent resolved: its group's
-    /// span if it has one).
-    mutating func takePending(_ id: OperationID) -> Pending? {
-        guard var operation = pending.removeValue(forKey: id) else { return nil }
-        if let groupID = operation.groupID {
-            if let context = groupContext(groupID) {
-                operation.parent = context
-            }
-            childLeftPending(of: groupID)
+    /// span if it has one), and the context of an ended group no longer needed, to be let go of
+    /// outside the lock.
+    mutating func takePending(_ id: OperationID) -> (Pending?, released: EndedGroup?) {
+        guard var operation = pending.removeValue(forKey: id) else { return (nil, nil) }
+        guard let groupID = operation.groupID else { return (operation, nil) }
+        if let context = groupContext(groupID) {
+            operation.parent = context
         }
-        return operation
+        return (operation, childLeftPending(of: groupID))
     }
 
     /// The context of the group's span, if it exists: running, or ended with children pending.
@@ -261,16 +264,17 @@ struct TracingState: Sendable {
         return nil
     }
 
-    private mutating func childLeftPending(of groupID: OperationID) {
-        guard let count = pendingChildren[groupID] else { return }
+    /// One child of the group is no longer pending; returns the ended group's entry if that was
+    /// the last one it was kept for.
+    private mutating func childLeftPending(of groupID: OperationID) -> EndedGroup? {
+        guard let count = pendingChildren[groupID] else { return nil }
         if count > 1 {
             pendingChildren[groupID] = count - 1
-            return
+            return nil
         }
         pendingChildren[groupID] = nil
-        if case .ended = endedGroups[groupID] {
-            endedGroups[groupID] = nil
-        }
+        guard case .ended = endedGroups[groupID] else { return nil }
+        return endedGroups.removeValue(forKey: groupID)
     }
 
     /// The operation's span started: operations that depend on it link to it.
@@ -297,31 +301,36 @@ struct TracingState: Sendable {
         return (followers, lateChildren)
     }
 
-    /// The operation finished (`event`, at `now`).
-    mutating func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) -> FinishOutcome {
+    /// The operation finished (`event`, at `now`): what that comes to, and the context of an
+    /// ended group no longer needed, to be let go of outside the lock.
+    mutating func finish(_ event: OperationLogEvent, at now: DefaultTracerClock.Instant) -> (FinishOutcome, released: EndedGroup?) {
         let id = event.operationID
         if let span = running.removeValue(forKey: id)?.span {
             followers[id] = nil
             if pendingChildren[id] != nil {
                 endedGroups[id] = .ended(span.context)
             }
-            return .started(span)
+            return (.started(span), nil)
         }
-        guard var operation = pending.removeValue(forKey: id) else { return .unknown }
+        guard var operation = pending.removeValue(forKey: id) else { return (.unknown, nil) }
         if pendingChildren[id] != nil {
             endedGroups[id] = .spanComing(lateChildren: [])
         }
         guard let groupID = operation.groupID else {
-            return .neverStarted(Finished(event: event, pending: operation, at: now))
+            return (.neverStarted(Finished(event: event, pending: operation, at: now)), nil)
         }
-        defer { childLeftPending(of: groupID) }
         if let context = groupContext(groupID) {
             operation.parent = context
         }
-        let finished = Finished(event: event, pending: operation, at: now)
-        // Kept for its group only if nothing waits for its span: an operation that depends on it
-        // may start meanwhile, and links to it only if its span exists by then.
-        guard followers[id, default: []].isEmpty else { return .neverStarted(finished) }
+        let outcome = childFinished(Finished(event: event, pending: operation, at: now), of: groupID)
+        return (outcome, childLeftPending(of: groupID))
+    }
+
+    /// A child that never started finished: kept for its group's span to come, if nothing waits
+    /// for its own span (an operation that depends on it may start meanwhile, and links to it
+    /// only if its span exists by then), or made now.
+    private mutating func childFinished(_ finished: Finished, of groupID: OperationID) -> FinishOutcome {
+        guard followers[finished.event.operationID, default: []].isEmpty else { return .neverStarted(finished) }
         if pending[groupID] != nil {
             pending[groupID]?.finishedChildren.append(finished)
             return .keptForGroup

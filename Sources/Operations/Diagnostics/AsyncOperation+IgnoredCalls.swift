@@ -26,9 +26,9 @@ enum FinishCall: Sendable {
     case finish(CallSite)
     /// The continuation of an `AsyncBlockOperation` whose block was created there.
     case continuation(createdAt: CallSite?)
-    /// `finish(producing:)` (or `finish(with:)` with a success), called there if known, with a
-    /// value of that type.
-    case produce(CallSite?, valueType: String)
+    /// `method` (`finish(producing:)`, or `finish(with:)` with a success), called there if
+    /// known, with a value of that type.
+    case produce(CallSite?, valueType: String, method: String)
 }
 
 extension AsyncOperation {
@@ -43,8 +43,8 @@ extension AsyncOperation {
             who = "finish(with:) was called at \(site)"
         case let .continuation(site):
             who = "the continuation" + (site.map { " of the block created at \($0)" } ?? "") + " was called"
-        case let .produce(site, valueType):
-            let call = "finish(producing:) was called" + (site.map { " at \($0)" } ?? "")
+        case let .produce(site, valueType, method):
+            let call = "\(method) was called" + (site.map { " at \($0)" } ?? "")
             OperationDiagnostics.report(.finishedTwice, self, "\(call) on an operation that had already finished; the call was ignored and the value it passed, of type \(valueType), was dropped")
             return
         }

@@ -90,8 +90,22 @@ final class CategoryLockGate: Sendable {
                 self.perform(self.state.withLock { $0.failed(Self.reported(error, for: category), round: round) }, for: operation)
             }
         })
-        if state.withLock({ $0.awaitedCategory == category }) {
-            operation.logWaiting() // not granted at once: held elsewhere, or the lock answers later
+        reportWaitingUnlessAnswered(category, round: round, of: operation)
+    }
+
+    /// How long a lock may take to answer before the operation's logger hears that it waits for
+    /// it: longer than a lock server's round trip, so that only a real wait is reported.
+    static let waitReportDelay: DispatchTimeInterval = .milliseconds(100)
+
+    /// Tells the operation's logger, if it has one, what the operation waits for once the lock
+    /// has not answered `category` for `waitReportDelay`.
+    private func reportWaitingUnlessAnswered(_ category: String, round: UInt64, of operation: AsyncOperation) {
+        guard operation.logBinding != nil else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.waitReportDelay) { [weak self, weak operation] in
+            guard let self, let operation else { return }
+            if case .reportWaiting = self.state.withLock({ $0.waitChecked(category, round: round) }) {
+                operation.logWaiting()
+            }
         }
     }
 

@@ -75,6 +75,19 @@ struct CategoryLockGateState: Sendable {
         return .ask
     }
 
+    enum WaitCheck {
+        /// Still waiting for that lock's answer: tell the operation's logger what it waits for.
+        case reportWaiting
+        /// Answered, or the round ended: nothing to report.
+        case none
+    }
+
+    /// Round `round` asked for `category` a moment ago (`CategoryLockGate.waitReportDelay`).
+    func waitChecked(_ category: String, round: UInt64) -> WaitCheck {
+        guard case let .acquiring(current, _, asked?, nil, nil) = phase, current == round, asked == category else { return .none }
+        return .reportWaiting
+    }
+
     enum OutcomeAction {
         /// Every lease is held: the operation goes on to run.
         case proceed

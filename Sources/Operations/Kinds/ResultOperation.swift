@@ -50,7 +50,7 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// operation has finished: the `.finishedTwice` diagnostic then names this call's file and
     /// line, and the type of the value it dropped.
     public final func finish(producing output: Output, file: StaticString = #fileID, line: UInt = #line) {
-        finish(producing: output, by: .produce(CallSite(file: file, line: line), valueType: "\(Output.self)"))
+        finish(producing: output, by: .produce(CallSite(file: file, line: line), valueType: "\(Output.self)", method: "finish(producing:)"))
     }
 
     /// Finishes the operation with `output` as its value: `finish(producing:file:line:)` as a
@@ -58,33 +58,23 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// report.
     @_disfavoredOverload
     public final func finish(producing output: Output) {
-        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(producing:)"))
     }
 
-    /// Finishes the operation with the value or the error in `result`. Ignored once the operation
-    /// has finished: the `.finishedTwice` diagnostic then names this call's file and line, and
-    /// what it dropped.
-    public final func finish(with result: Result<Output, any Error>, file: StaticString = #fileID, line: UInt = #line) {
-        switch result {
-        case let .success(output): finish(producing: output, file: file, line: line)
-        case let .failure(error): finish(with: error, file: file, line: line)
-        }
-    }
-
-    /// Finishes the operation with the value or the error in `result`:
-    /// `finish(with:file:line:)` as a function value (`completion: operation.finish(with:)`),
-    /// which has no call site to report.
-    @_disfavoredOverload
+    /// Finishes the operation with the value or the error in `result`; also a function value
+    /// (`completion: operation.finish(with:)`). Ignored once the operation has finished: the
+    /// `.finishedTwice` diagnostic then names what it dropped (not where it was called, which a
+    /// function value cannot tell).
     public final func finish(with result: Result<Output, any Error>) {
         switch result {
-        case let .success(output): finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+        case let .success(output): finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(with:)"))
         case let .failure(error): finish(errors: [error])
         }
     }
 
     /// The framework's own finish with a value (a block's, a task's): a late one names no call site.
     final func finishProducing(_ output: Output) {
-        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)"))
+        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(producing:)"))
     }
 
     private func finish(producing output: Output, by call: FinishCall) {

@@ -53,7 +53,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// Does the operation's work. Override it, and call `finish(with:)` when the work is done.
     ///
-    /// Called once, after `operationDidStart` has reached every observer. On an
+    /// Called once, after `operationDidStart` (and a cancel made meanwhile) has reached every
+    /// observer. On an
     /// `AsyncOperationQueue`, on the thread Foundation's queue starts the operation on (its
     /// `underlyingQueue`, with `OperationQueue.current` the queue). Started by hand or by a plain
     /// `OperationQueue`, on the thread that let it through: the one that called `start()` if
@@ -358,8 +359,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Before the operation executes, it finishes without executing. While it executes,
     /// cancellation is cooperative: `isCancelled` becomes true and `execute()` decides (an
     /// `AsyncBlockOperation` waiting for its continuation finishes at once). Observers hear
-    /// `operationDidCancel` once. After the operation finished, or after `finish(with:)` was
-    /// called on it, nothing changes.
+    /// `operationDidCancel` once, and never before `operationDidStart`: a cancel made while the
+    /// start is being announced (by an observer hearing it, say) sets `isCancelled` and its error
+    /// at once, and is delivered, with the operation's reaction (a group cancels its children),
+    /// once every observer heard the start. After the operation finished, or after
+    /// `finish(with:)` was called on it, nothing changes.
     public final func cancel(with error: (any Error)?) {
         cancel(with: error, onlyBeforeExecution: false)
     }

@@ -72,7 +72,13 @@ import TestSupport
             operation.snapshot().waitsFor.contains { if case .categoryHeldElsewhere = $0 { true } else { false } }
         }
         #expect(waitUntil(waitsElsewhere))
-        Thread.sleep(forTimeInterval: 0.1) // a chance for the event to be heard
+        let heardTheWait = {
+            logger.kinds(of: name).contains { kind in
+                guard case let .waiting(reasons) = kind else { return false }
+                return reasons.contains { if case .categoryHeldElsewhere = $0 { true } else { false } }
+            }
+        }
+        _ = waitUntil(heardTheWait) // bounded; checked below with what was heard
         let heardWhileWaiting = logger.kinds(of: name)
         let snapshotWhileWaiting = operation.snapshot()
         elsewhere.release()

@@ -101,20 +101,28 @@ private struct LostWork: Error, CustomStringConvertible {
         operation.name = uniqueName("count")
         try operation.runAndWait(on: AsyncOperationQueue(), timeout: generousTimeout)
 
-        let failureLine = #line + 1
         operation.finish(with: .failure(LostWork()))
         let valueLine = #line + 1
         operation.finish(producing: 2)
-        let successLine = #line + 1
         operation.finish(with: Result<Int, any Error>.success(3))
 
         let messages = DiagnosticsLog.shared.diagnostics(about: operation.name!).map(\.message)
         #expect(messages == [
-            "finish(with:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(failureLine) on an operation that had already finished; the call was ignored and the error it passed was dropped: the upload failed",
+            "finish(with:) was called on an operation that had already finished; the call was ignored and the error it passed was dropped: the upload failed",
             "finish(producing:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(valueLine) on an operation that had already finished; the call was ignored and the value it passed, of type Int, was dropped",
-            "finish(producing:) was called at OperationsTests/DiagnosticMessagesTests.swift:\(successLine) on an operation that had already finished; the call was ignored and the value it passed, of type Int, was dropped",
+            "finish(with:) was called on an operation that had already finished; the call was ignored and the value it passed, of type Int, was dropped",
         ])
         #expect(operation.output == 1) // the first finish won
+    }
+
+    @Test func aResultOperationsFinishes_stayUsableAsFunctionValues() throws {
+        let operation = ResultBlockOperation { 1 }
+        let complete = operation.finish(with:) // the Result form, as a completion handler takes it
+        let produce = operation.finish(producing:)
+        let fail: ((any Error)?) -> Void = operation.finish(with:)
+        _ = (complete, produce, fail)
+        let answered = ResultOperationAnsweredBy { completion in completion(.success(7)) }
+        #expect(try answered.runAndWait(timeout: generousTimeout) == 7)
     }
 
     @Test func continuationCalledTwice_namesTheDroppedError_andWhereTheBlockWasCreated() {
@@ -190,5 +198,19 @@ private final class CompletesThroughAFunctionValue: AsyncOperation, @unchecked S
 private final class Continued: AsyncBlockOperation, @unchecked Sendable {
     override init(_ block: @escaping @Sendable (_ finish: @escaping Continuation) -> Void) {
         super.init(block)
+    }
+}
+
+/// Finishes with a `Result` handed to its `finish(with:)` as a completion handler.
+private final class ResultOperationAnsweredBy: ResultOperation<Int>, @unchecked Sendable {
+    let answer: @Sendable (@escaping @Sendable (Result<Int, any Error>) -> Void) -> Void
+
+    init(_ answer: @escaping @Sendable (@escaping @Sendable (Result<Int, any Error>) -> Void) -> Void) {
+        self.answer = answer
+        super.init()
+    }
+
+    override func execute() {
+        answer(finish(with:))
     }
 }

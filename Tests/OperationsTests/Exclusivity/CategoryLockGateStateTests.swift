@@ -36,6 +36,22 @@ import Testing
         #expect(state.awaitedCategory == nil)
     }
 
+    @Test func aWaitIsReported_onlyWhileTheSameRoundStillAwaitsTheSameCategory() {
+        var state = CategoryLockGateState()
+        let round = startedRound(&state)
+        #expect(state.nowAcquiring("a", with: CategoryLockRequest(category: "a"), round: round) == .ask)
+        #expect(isReport(state.waitChecked("a", round: round)))
+        #expect(!isReport(state.waitChecked("a", round: round + 1))) // a later round asks for itself
+        #expect(state.nowAcquiring("b", with: CategoryLockRequest(category: "b"), round: round) == .ask)
+        #expect(!isReport(state.waitChecked("a", round: round))) // answered: the round moved on
+        _ = state.acquired(["a": Lease(1), "b": Lease(2)], round: round)
+        #expect(!isReport(state.waitChecked("b", round: round)))
+    }
+
+    private func isReport(_ check: CategoryLockGateState.WaitCheck) -> Bool {
+        if case .reportWaiting = check { true } else { false }
+    }
+
     @Test func aLeaseLostWhileLaterOnesAreAwaited_endsTheRound_andTheOperationNeverRuns() {
         var state = CategoryLockGateState()
         let round = startedRound(&state)

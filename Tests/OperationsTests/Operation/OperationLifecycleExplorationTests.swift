@@ -379,7 +379,7 @@ private struct World {
 
     // What was observed.
     var cancelCalled = false
-    /// `operationDidStart` reached the observers, and `startDelivered()` has not been told yet.
+    /// The lifecycle decided to execute, and `startDelivered()` has not been told yet.
     var announcingStart = false
     var didStart = 0
     var didCancel = 0
@@ -805,6 +805,7 @@ private struct Explorer {
         case let .execute(observers, queue, ticket):
             checkExecutionDecided(in: &world, by: caller)
             checkQueueTold(queue, ticket, in: &world, by: caller)
+            world.announcingStart = true // from the lifecycle's answer on
             return [.deliverDidStart(observers: observers.count)]
         case let .finish(action):
             return [.perform(Finish(action))]
@@ -1054,7 +1055,6 @@ private struct Explorer {
             deliver("operationDidStart", to: observers, in: &world)
             world.didStart += 1
             if world.didStart > 1 { world.violate("operationDidStart delivered twice") }
-            world.announcingStart = true
             return [.afterDidStart]
 
         case .afterDidStart:
@@ -1207,6 +1207,7 @@ private struct Explorer {
         if case let .startExecuting(_, queue, ticket) = action {
             checkExecutionDecided(in: &world, by: "a grant to an operation started by hand")
             checkQueueTold(queue, ticket, in: &world, by: "a grant to an operation started by Foundation")
+            world.announcingStart = true // from the lifecycle's answer on
         }
         return .grant(Grant(action))
     }
