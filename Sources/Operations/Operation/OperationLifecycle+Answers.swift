@@ -166,9 +166,10 @@ extension OperationLifecycle {
     /// Its categories were granted within the process; `leasesAcquired`: and beyond it, by the
     /// lock gate.
     mutating func categoriesGranted(leasesAcquired: Bool) -> Grant {
-        if !leasesAcquired, let categoryLockGate { return .acquireLeases(categoryLockGate) }
-        // An operation whose finish has begun (a cancel came first) is not heard granted them:
-        // its `.finished` is its last event.
+        // An operation whose finish has begun (a cancel came first) asks no lock for a lease,
+        // which could keep the category from another process for nothing, and is not heard
+        // granted them: its `.finished` is its last event.
+        if !leasesAcquired, !hasBegunFinishing, let categoryLockGate { return .acquireLeases(categoryLockGate) }
         let heardBy = hasBegunFinishing ? nil : logger
         return .held(categories: categories, logger: heardBy, then: categoriesGranted())
     }
