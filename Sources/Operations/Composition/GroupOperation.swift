@@ -150,8 +150,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     open override func execute() {
         queue.setLineRoot(lineRootOfChildren()) // before they can run
         if let enclosing = lifecycle.queue {
-            // The children's conditions get the time the group's own queue gives conditions.
+            // The children's conditions get the time the group's own queue gives conditions,
+            // and its stall reports cover them.
             queue.conditionEvaluationTimeout = enclosing.conditionEvaluationTimeout
+            if let threshold = enclosing.stallReportThreshold {
+                queue.stallReportThreshold = threshold
+            }
         }
         queue.isSuspended = false
         let start = children.withLock { $0.executionBegan() }
@@ -280,6 +284,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     override func releaseResources() {
+        queue.stallReportThreshold = nil // nothing left to watch
         deliveringFinish { completeProgress() } // progress observers are user code
         if case let .drainChildren(admittedBefore) = children.withLock({ $0.finished() }) {
             // Finished without executing (cancelled, or a condition failed): the children never

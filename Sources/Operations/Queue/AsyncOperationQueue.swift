@@ -218,7 +218,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Reports operations that have waited (not executed) longer than this many seconds: one
     /// `.stalled` diagnostic per operation, through `OperationDiagnostics.handler`, saying what
     /// it waits for (for example the category it needs and the operation holding it). `nil`, the
-    /// default, reports nothing and costs nothing.
+    /// default, reports nothing and costs nothing. The children of a group that starts on the
+    /// queue are watched too, with the threshold the queue has then.
     ///
     /// ```swift
     /// queue.name = "ledger"

@@ -66,6 +66,36 @@ import TestSupport
         watched.stallReportThreshold = nil
     }
 
+    @Test func aGroupsChildren_areWatched_withTheThresholdOfTheQueueTheGroupStartsOn() {
+        // Given the holder of a category, and a group whose child waits for it, on a watched queue
+        let log = DiagnosticsLog.shared
+        let category = uniqueName("Database")
+        let held = HeldOperations()
+        let holderName = uniqueName("migrate")
+        let holder = held.make(holderName)
+        holder.addCondition(ExclusiveStub(category))
+        AsyncOperationQueue().addOperation(holder)
+        #expect(held.waitUntilStarted(holderName))
+        let child = AsyncBlockOperation {}
+        child.name = uniqueName("child")
+        child.addCondition(ExclusiveStub(category))
+        let group = GroupOperation(operations: [child])
+        let watched = AsyncOperationQueue()
+        watched.stallReportThreshold = 0.3
+
+        // When the child has waited past the threshold
+        watched.addOperation(group)
+
+        // Then the child is reported, naming the holder
+        #expect(waitUntil { !log.diagnostics(about: child.name!).isEmpty })
+        let report = log.diagnostics(about: child.name!)[0]
+        #expect(report.kind == .stalled)
+        #expect(report.message.contains(holderName))
+        held.finish(holderName)
+        #expect(waitUntilFinished([group]))
+        watched.stallReportThreshold = nil
+    }
+
     @Test func queueWithoutAThreshold_reportsNothing() {
         let queue = AsyncOperationQueue()
         #expect(queue.stallReportThreshold == nil)
