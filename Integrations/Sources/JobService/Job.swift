@@ -14,15 +14,30 @@ struct JobRequest: Decodable {
         case account, durationMs, failTimes
     }
 
+    /// A number given that is not a whole one, by key.
+    private let fractionalKey: String?
+
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         account = try container.decode(String.self, forKey: .account)
-        durationMs = try container.decodeIfPresent(Int.self, forKey: .durationMs) ?? 0
-        failTimes = try container.decodeIfPresent(Int.self, forKey: .failTimes) ?? 0
+        // Read as a Double: swift-corelibs-foundation's decoder calls a number that is not a
+        // whole one, or too large for an Int, "not valid JSON", without saying where.
+        let duration = try container.decodeIfPresent(Double.self, forKey: .durationMs) ?? 0
+        let fails = try container.decodeIfPresent(Double.self, forKey: .failTimes) ?? 0
+        durationMs = Self.clamped(duration)
+        failTimes = Self.clamped(fails)
+        fractionalKey = duration.rounded() != duration ? "durationMs" : fails.rounded() != fails ? "failTimes" : nil
+    }
+
+    /// `number` as an Int, pinned to Int's range (a range check then says it is too large).
+    private static func clamped(_ number: Double) -> Int {
+        guard number.isFinite else { return .max }
+        return number >= Double(Int.max) ? .max : number <= Double(Int.min) ? .min : Int(number.rounded(.towardZero))
     }
 
     /// Why the request cannot be a job, if it cannot.
     var problem: String? {
+        if let fractionalKey { return "'\(fractionalKey)' must be a whole number" }
         if account.trimmingCharacters(in: .whitespaces).isEmpty { return "'account' must not be empty" }
         if account.count > 200 { return "'account' must be at most 200 characters" }
         if !(0...600_000).contains(durationMs) { return "'durationMs' must be from 0 to 600000" }

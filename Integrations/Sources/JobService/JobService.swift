@@ -17,7 +17,10 @@ struct JobService: Sendable {
         let router = Router()
         router.post("/jobs") { request, _ in
             var request = request
-            return await post(try await request.collectBody(upTo: 64 * 1024))
+            guard let body = try? await request.collectBody(upTo: Self.maximumBodySize) else {
+                return Self.json(["error": "the body must be at most 64 KiB"], status: .contentTooLarge)
+            }
+            return await post(body)
         }
         router.get("/jobs/:id") { _, context in
             guard let id = context.parameters.get("id"), let job = store.response(for: id) else {
@@ -36,6 +39,9 @@ struct JobService: Sendable {
         }
         return router
     }
+
+    /// The largest body `POST /jobs` reads: 64 KiB (a job's JSON takes a few dozen bytes).
+    static let maximumBodySize = 64 * 1024
 
     /// `POST /jobs`: 202 with the new job's id, 400 for a body that is not a job, 503 once the
     /// service shuts down.
@@ -77,17 +83,26 @@ struct JobService: Sendable {
         )
     }
 
+    /// The key a decoding error is about, if it is about one.
+    private static func key(of context: DecodingError.Context) -> String? {
+        context.codingPath.isEmpty ? nil : context.codingPath.map(\.stringValue).joined(separator: ".")
+    }
+
     /// A sentence for a decoding error.
     private static func explain(_ error: any Error) -> String {
         switch error {
         case let DecodingError.keyNotFound(key, _):
             return "'\(key.stringValue)' is missing"
         case let DecodingError.typeMismatch(type, context):
-            return "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' must be \(type == String.self ? "a string" : "a number")"
+            guard let key = key(of: context) else { return "it must be a JSON object" }
+            return "'\(key)' must be \(type == String.self ? "a string" : "a whole number")"
         case let DecodingError.valueNotFound(_, context):
-            return "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' must not be null"
-        case DecodingError.dataCorrupted:
-            return "it is not valid JSON"
+            guard let key = key(of: context) else { return "it must be a JSON object" }
+            return "'\(key)' must not be null"
+        case let DecodingError.dataCorrupted(context):
+            // At a key: a number that is not a whole one, or too large for one.
+            guard let key = key(of: context) else { return "it is not valid JSON" }
+            return "'\(key)' must be a whole number"
         default:
             return "\(error)"
         }

@@ -20,7 +20,10 @@ import PostgresNIO
 /// advisory lock, after the lock is held: every token is greater than every token handed out
 /// before it, for any category, so tokens grow strictly per category but are not consecutive.
 /// The sequence's name is resolved through each session's `search_path`: every process sharing
-/// the categories must reach the same sequence (qualify it with a schema if theirs differ).
+/// the categories must reach the same sequence (qualify it with a schema if theirs differ). It is
+/// the tokens' memory: if it is dropped while locks use it, the lock makes it again, and tokens
+/// start over from 1, below those handed out before. Do not drop it; to move it, create the new
+/// one starting above the last token (`setval`).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)   // run it: await client.run()

@@ -19,6 +19,7 @@ extension AsyncOperation {
         let attachment = lifecycle.adoptLogger(binding, observer: binding)
         guard attachment.isAttached else { return }
         binding.logAdded(of: self, missedCancel: attachment.missedCancel)
+        logWaiting(through: binding) // for its group to start, as a child added before its group joined says
         (self as? GroupOperation)?.shareLogging()
     }
 

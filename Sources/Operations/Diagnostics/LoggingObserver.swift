@@ -13,8 +13,10 @@ import Foundation
 final class LoggingObserver: OperationObserver {
     /// The queue's logger.
     let logger: any OperationLogger
-    /// The queue the operation was added to, as log events name it.
-    let queue: QueueMention?
+    /// The name given to the queue the operation was added to, as it was then: every event of
+    /// the operation carries the same (a queue named meanwhile would split one operation's
+    /// events, and a metrics logger's gauges, over two names).
+    let queueName: String?
     /// The operation's identity in log events.
     let operationID: OperationID
     /// The identity of the group it is a child of, if any.
@@ -26,7 +28,7 @@ final class LoggingObserver: OperationObserver {
     /// Binds `logger` to one operation, named by `operationID`, on `queue`.
     init(logger: any OperationLogger, queue: QueueMention?, operationID: OperationID, groupID: OperationID?, dependencyIDs: [OperationID]) {
         self.logger = logger
-        self.queue = queue
+        self.queueName = queue?.givenName
         self.operationID = operationID
         self.groupID = groupID
         self.dependencyIDs = dependencyIDs
@@ -65,7 +67,7 @@ final class LoggingObserver: OperationObserver {
         guard OperationLogEvent.level(of: kind) >= logger.minimumLevel else { return nil }
         return OperationLogEvent(
             operationName: operation.displayName,
-            queueName: queue?.givenName,
+            queueName: queueName,
             kind: kind,
             operationID: operationID,
             groupID: groupID,
