@@ -54,12 +54,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Does the operation's work. Override it, and call `finish(with:)` when the work is done.
     ///
     /// Called once, after `operationDidStart` (and a cancel made meanwhile) has reached every
-    /// observer. On an
-    /// `AsyncOperationQueue`, on the thread Foundation's queue starts the operation on (its
-    /// `underlyingQueue`, with `OperationQueue.current` the queue). Started by hand or by a plain
-    /// `OperationQueue`, on the thread that let it through: the one that called `start()` if
-    /// nothing held it back, otherwise the one that answered its last condition or freed the
-    /// category it waited for. The default calls `main()` and then finishes, so a subclass that
+    /// observer. On an `AsyncOperationQueue`, on the thread Foundation's queue starts the
+    /// operation on (its `underlyingQueue`, with `OperationQueue.current` the queue). Started by
+    /// hand or by a plain `OperationQueue`, on the thread that let it through: the one that called
+    /// `start()` if nothing held it back, otherwise the one that answered its last condition or
+    /// freed the category it waited for. The default calls `main()` and then finishes, so a subclass that
     /// overrides `main()` behaves like a synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
     open func execute() {
