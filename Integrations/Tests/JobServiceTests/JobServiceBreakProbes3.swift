@@ -6,16 +6,16 @@ import IntegrationsTestSupport
 import Testing
 
 /// Probes of round 3 that found breaks of Integrations/README.md (quoted above each test), fixed
-/// since. They share `JobServiceProbeTests3`'s child-process launcher and client.
+/// since. They use `JobServiceProcess` and `HTTPClient`.
 @Suite(.serialized) struct JobServiceBreakProbes3 {
     // README: "A body that is not such JSON answers `400 {"error": "..."}` saying what is wrong, a
     // body over 64 KiB `413 {"error": "..."}`" (the limit was found undocumented, with an empty
     // 413, by this probe)
     @Test func aBodyOver64KiB_answers413WithAnError() async throws {
         // Given a service
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When a job padded with whitespace past 64 KiB, and 70 000 bytes of garbage, are posted
         let (padded, paddedAnswer) = try await client.send("POST", "/jobs", #"{"account": "acme""# + String(repeating: " ", count: 70_000) + "}")
@@ -29,9 +29,9 @@ import Testing
     // README: "A body that is not such JSON answers `400 {"error": "..."}` saying what is wrong"
     @Test func validJSONThatIsNotAJob_isNotToldItIsInvalidJSON_norThatAnUnnamedKeyMustBeANumber() async throws {
         // Given a service
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When bodies that are valid JSON but not a job are posted
         for body in [#"{"account": "acme", "durationMs": 1.5}"#, #"{"account": "acme", "failTimes": 99999999999999999999}"#, #""acme""#, "[1]"] {

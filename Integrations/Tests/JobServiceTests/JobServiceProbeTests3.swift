@@ -15,9 +15,9 @@ import Testing
     // "attempts", "startedAt", "finishedAt", "waitsFor"}`"; "`waitsFor` ... is empty otherwise"
     @Test func aJobGivenOnlyAnAccount_succeedsAfterOneAttempt_andItsJSONHasEveryKey() async throws {
         // Given a service on a port it picked and printed
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         #expect(service.printed.contains("job-service listening on 127.0.0.1:\(client.port)"), "\(service.printed)")
 
         // When a job is posted with its account alone
@@ -43,9 +43,9 @@ import Testing
     // attempts that started"
     @Test func aJobWaitingBehindAnotherOfItsAccount_saysWhoHoldsTheAccount_andHasNoTimesYet() async throws {
         // Given a service running a long job of one account
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "2"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "2"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let account = uniqueName("acme")
         let (_, first) = try await client.send("POST", "/jobs", #"{"account": "\#(account)", "durationMs": 20000}"#)
         let holder = try #require(first["id"] as? String)
@@ -62,7 +62,7 @@ import Testing
         #expect(job["startedAt"] == nil && job["finishedAt"] == nil, "\(job)")
         #expect(job["attempts"] as? Int == 0, "\(job)")
         service.signal(SIGTERM)
-        #expect(await service.waitForExit(timeout: 20) == 0)
+        #expect(await service.exitStatus(within: 20) == 0)
     }
 
     // README: "**Each attempt has a timeout** (`TimeoutObserver`), and a failing job is retried
@@ -70,9 +70,9 @@ import Testing
     // failure the job is `failed`"; "`--job-timeout-seconds S` (how long one attempt may run)"
     @Test func attemptsThatOutliveTheJobTimeout_failThreeTimes_andTheJobEndsFailed() async throws {
         // Given a service whose attempts may run 0.2 s
-        let service = try ServiceChild(["--port", "0", "--job-timeout-seconds", "0.2"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--job-timeout-seconds", "0.2"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When a job whose every attempt would work 30 s is posted
         let (_, posted) = try await client.send("POST", "/jobs", #"{"account": "slow", "durationMs": 30000}"#)
@@ -89,9 +89,9 @@ import Testing
     // `failTimes` attempts fail"
     @Test func aJobThatFailsTwice_holdsItsAccountThroughItsBackoff_andSucceedsOnItsThirdAttempt() async throws {
         // Given a service
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let account = uniqueName("retrying")
 
         // When a job failing its first two attempts is posted, then another of its account
@@ -113,9 +113,9 @@ import Testing
     // README: "A body that is not such JSON answers `400 {"error": "..."}` saying what is wrong"
     @Test func bodiesThatAreNotAJob_answer400_withAnErrorNamingWhatIsWrong() async throws {
         // Given a service
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When bodies that are not such JSON are posted (with the key each error should name, if any)
         let bodies: [(body: String, names: String?)] = [
@@ -146,9 +146,9 @@ import Testing
     // still answers after the drain ...)"
     @Test func aJobRunningAtSIGTERM_finishes_andItsFinalStateStaysReadableDuringTheLinger() async throws {
         // Given a service with a long grace period and linger, running a job of 1.5 s
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "10", "--linger-seconds", "3"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "10", "--linger-seconds", "3"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let (_, posted) = try await client.send("POST", "/jobs", #"{"account": "draining", "durationMs": 1500}"#)
         let id = try #require(posted["id"] as? String)
         _ = try await client.waitForState(of: id) { $0 == "running" }
@@ -163,7 +163,7 @@ import Testing
         #expect(again == 200)
         let (refused, answer) = try await client.send("POST", "/jobs", #"{"account": "late"}"#)
         #expect(refused == 503, "\(answer)")
-        #expect(await service.waitForExit(timeout: 30) == 0, "\(service.log)")
+        #expect(await service.exitStatus(within: 30) == 0, "\(service.log)")
     }
 
     // README: "From the signal on, ... jobs that wait are cancelled (`cancelled`); `GET` keeps
@@ -173,9 +173,9 @@ import Testing
     // "`operations_cancelled_total` | operations that were cancelled"
     @Test func aJobWaitingAtSIGTERM_isCancelledWithoutEverStarting_andTheMetricsStillServedCountIt() async throws {
         // Given a service running a job of 1.5 s, and a second job of its account waiting behind it
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "10", "--linger-seconds", "3"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "10", "--linger-seconds", "3"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let account = uniqueName("queued")
         let (_, first) = try await client.send("POST", "/jobs", #"{"account": "\#(account)", "durationMs": 1500}"#)
         let running = try #require(first["id"] as? String)
@@ -197,7 +197,7 @@ import Testing
         _ = try await client.waitForState(of: running) { ["succeeded", "failed", "cancelled"].contains($0) }
         let text = try await client.text("/metrics")
         #expect(text.contains("operations_cancelled_total{queue=\"jobs\"} 1"), "\(text)")
-        #expect(await service.waitForExit(timeout: 30) == 0, "\(service.log)")
+        #expect(await service.exitStatus(within: 30) == 0, "\(service.log)")
     }
 
     // README: "**SIGTERM drains the queue gracefully.** From the signal on, `POST /jobs` answers
@@ -205,9 +205,9 @@ import Testing
     // deployment that sends SIGTERM more than once)
     @Test func aSecondSIGTERMDuringTheDrain_doesNotCutItShort() async throws {
         // Given a service running a job of 1.5 s
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "10", "--linger-seconds", "1"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "10", "--linger-seconds", "1"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let (_, posted) = try await client.send("POST", "/jobs", #"{"account": "twice", "durationMs": 1500}"#)
         let id = try #require(posted["id"] as? String)
         _ = try await client.waitForState(of: id) { $0 == "running" }
@@ -220,16 +220,16 @@ import Testing
         // Then the running job still finishes, and the process exits 0
         let job = try await client.waitForState(of: id) { ["succeeded", "failed", "cancelled"].contains($0) }
         #expect(job["state"] as? String == "succeeded", "\(job)")
-        #expect(await service.waitForExit(timeout: 30) == 0, "\(service.log)")
+        #expect(await service.exitStatus(within: 30) == 0, "\(service.log)")
     }
 
     // README: "Jobs still running when the grace period is nearly over are cancelled, so the exit
     // stays in time"; "the process exits 0 within `--grace-seconds`"; "`state` is ... `cancelled`"
     @Test func aJobOutlivingTheGracePeriod_isCancelled_andTheProcessStillExits0() async throws {
         // Given a service with 2 s of grace and 1 s of linger, running a job of 60 s (no timeout before)
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "2", "--linger-seconds", "1", "--job-timeout-seconds", "100"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "2", "--linger-seconds", "1", "--job-timeout-seconds", "100"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let (_, posted) = try await client.send("POST", "/jobs", #"{"account": "endless", "durationMs": 60000}"#)
         let id = try #require(posted["id"] as? String)
         _ = try await client.waitForState(of: id) { $0 == "running" }
@@ -240,23 +240,23 @@ import Testing
         // Then the job is read as cancelled during the linger, and the process exits 0 long before the job would have ended
         let job = try await client.waitForState(of: id, timeout: 15) { ["succeeded", "failed", "cancelled"].contains($0) }
         #expect(job["state"] as? String == "cancelled", "\(job)")
-        #expect(await service.waitForExit(timeout: 15) == 0, "\(service.log)")
+        #expect(await service.exitStatus(within: 15) == 0, "\(service.log)")
     }
 
     // README: "`--grace-seconds S` (default 10)" (0 is accepted: "0 or more"); "the process exits 0
     // within `--grace-seconds`"
     @Test func aGracePeriodOfZero_stillExits0_afterSIGTERM() async throws {
         // Given an idle service with no grace period at all
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         #expect(try await client.send("GET", "/jobs/none").status == 404)
 
         // When SIGTERM arrives
         service.signal(SIGTERM)
 
         // Then it exits 0
-        let status = await service.waitForExit(timeout: 15)
+        let status = await service.exitStatus(within: 15)
         #expect(status == 0, "exit status \(String(describing: status)); log:\n\(service.log)")
     }
 
@@ -264,9 +264,9 @@ import Testing
     // exits 0 within `--grace-seconds`"
     @Test func aLingerLongerThanHalfTheGrace_isCut_soTheProcessExits0InTime() async throws {
         // Given a service with 2 s of grace asked to linger 60 s
-        let service = try ServiceChild(["--port", "0", "--grace-seconds", "2", "--linger-seconds", "60"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--grace-seconds", "2", "--linger-seconds", "60"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
         let (_, posted) = try await client.send("POST", "/jobs", #"{"account": "brief"}"#)
         let id = try #require(posted["id"] as? String)
         _ = try await client.waitForState(of: id) { $0 == "succeeded" }
@@ -275,7 +275,7 @@ import Testing
         service.signal(SIGTERM)
 
         // Then it exits 0, far sooner than the linger it was asked for
-        let status = await service.waitForExit(timeout: 20)
+        let status = await service.exitStatus(within: 20)
         #expect(status == 0, "exit status \(String(describing: status)); log:\n\(service.log)")
     }
 
@@ -285,9 +285,9 @@ import Testing
     // | operations that finished with errors without being cancelled"
     @Test func metricsCountJobsNotAttempts_andEveryOperationsSampleIsLabelledJobs() async throws {
         // Given a service
-        let service = try ServiceChild(["--port", "0"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When four jobs end: two succeed (one after a retry), two fail three times
         var ids: [String] = []
@@ -317,9 +317,9 @@ import Testing
     // errors. Events below the Logger's `logLevel` are not even made"
     @Test func atLogLevelWarning_aFailedJobIsLogged_butNoStartOrSuccess() async throws {
         // Given a service logging at warning
-        let service = try ServiceChild(["--port", "0", "--log-level", "warning"])
-        defer { service.stop() }
-        let client = ProbeClient(port: try service.waitForPort())
+        let service = try JobServiceProcess(arguments: ["--port", "0", "--log-level", "warning"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
 
         // When one job fails and another succeeds, and the service stops
         let (_, failing) = try await client.send("POST", "/jobs", #"{"account": "logged-a", "failTimes": 3}"#)
@@ -329,7 +329,7 @@ import Testing
         _ = try await client.waitForState(of: failed) { $0 == "failed" }
         _ = try await client.waitForState(of: succeeded) { $0 == "succeeded" }
         service.signal(SIGTERM)
-        #expect(await service.waitForExit(timeout: 20) == 0)
+        #expect(await service.exitStatus(within: 20) == 0)
 
         // Then standard error holds the failed job's warning, and nothing of the successful job
         let log = service.log
@@ -338,124 +338,4 @@ import Testing
         #expect(!lines.contains { $0.contains("job \(succeeded)") }, "\(log)")
         #expect(!lines.contains { $0.contains(" info ") && $0.contains("operation.event=started") }, "\(log)")
     }
-}
-
-/// `job-service` as a child process whose standard output (the printed port) is read and whose
-/// standard error (the logs) goes to a file. `IntegrationsTestSupport.ChildProcess` discards
-/// standard output, and `JobServiceTests`' own launcher is private to its file.
-final class ServiceChild: @unchecked Sendable {
-    // @unchecked Sendable: everything is set up in init, but `printedText`, behind `printedLock`;
-    // Process and Pipe are thread-safe to read.
-    private let process = Process()
-    private let output = Pipe()
-    private let logFile: URL
-    private let printedLock = NSLock()
-    private var printedText = ""
-
-    init(_ arguments: [String]) throws {
-        let folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let binary = ProcessInfo.processInfo.environment["JOB_SERVICE_BINARY"].map { URL(fileURLWithPath: $0) }
-            ?? folder.appendingPathComponent("job-service")
-        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("job-service-probe-\(UUID()).log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        process.executableURL = binary
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: logFile)
-        try process.run()
-    }
-
-    /// The port the service printed ("job-service listening on HOST:PORT").
-    func waitForPort(timeout: TimeInterval = 60) throws -> Int {
-        let deadline = Date().addingTimeInterval(timeout)
-        var text = ""
-        while Date() < deadline, process.isRunning {
-            let data = output.fileHandleForReading.availableData
-            text += String(decoding: data, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("job-service listening on ") }),
-               let port = line.split(separator: ":").last.flatMap({ Int($0) }), port > 0 {
-                printedLock.withLock { printedText = text }
-                return port
-            }
-            if data.isEmpty { usleep(10_000) }
-        }
-        throw TestFailure("job-service printed no port: \(text)\n\(log)")
-    }
-
-    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
-
-    /// What it printed on standard output up to its port.
-    var printed: String { printedLock.withLock { printedText } }
-
-    func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
-    }
-
-    /// Its exit status, or nil if it still runs after `timeout` seconds.
-    func waitForExit(timeout: TimeInterval) async -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() > deadline { return nil }
-            try? await Task.sleep(nanoseconds: 10_000_000)
-        }
-        return process.terminationStatus
-    }
-
-    /// Kills it if it still runs, reaps it, and removes its log.
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: logFile)
-    }
-}
-
-/// Requests to the service on loopback, each timing out.
-struct ProbeClient: Sendable {
-    let port: Int
-
-    private func raw(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, Data) {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.httpMethod = method
-        request.httpBody = body.map { Data($0.utf8) }
-        request.timeoutInterval = 10
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
-    }
-
-    /// The status and the JSON object answered.
-    func send(_ method: String, _ path: String, _ body: String? = nil) async throws -> (status: Int, body: [String: Any]) {
-        let (status, data) = try await raw(method, path, body)
-        return (status, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
-    }
-
-    func text(_ path: String) async throws -> String {
-        String(decoding: try await raw("GET", path).1, as: UTF8.self)
-    }
-
-    /// The job `id` once `condition` holds for it; throws after `timeout` seconds.
-    func waitFor(_ id: String, timeout: TimeInterval = 30, _ condition: ([String: Any]) -> Bool) async throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
-        var last: [String: Any] = [:]
-        while Date() < deadline {
-            let (status, job) = try await send("GET", "/jobs/\(id)")
-            if status == 200 {
-                last = job
-                if condition(job) { return job }
-            }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        throw TestFailure("job \(id) never got there; last seen: \(last)")
-    }
-
-    /// The job `id` once its state satisfies `condition`.
-    func waitForState(of id: String, timeout: TimeInterval = 30, _ condition: (String) -> Bool) async throws -> [String: Any] {
-        try await waitFor(id, timeout: timeout) { condition($0["state"] as? String ?? "") }
-    }
-}
-
-/// What an error of `POST /jobs` says past the example body it may quote (`... "failTimes": 0}: `).
-func explanation(of error: String) -> String {
-    error.range(of: "0}: ").map { String(error[$0.upperBound...]) } ?? error
 }

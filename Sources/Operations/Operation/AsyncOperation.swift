@@ -58,8 +58,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation on (its `underlyingQueue`, with `OperationQueue.current` the queue). Started by
     /// hand or by a plain `OperationQueue`, on the thread that let it through: the one that called
     /// `start()` if nothing held it back, otherwise the one that answered its last condition or
-    /// freed the category it waited for. The default calls `main()` and then finishes, so a subclass that
-    /// overrides `main()` behaves like a synchronous operation.
+    /// freed the category it waited for. The default calls `main()` and then finishes, so a
+    /// subclass that overrides `main()` behaves like a synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
     open func execute() {
         main()
