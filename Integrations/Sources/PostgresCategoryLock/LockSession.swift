@@ -107,11 +107,25 @@ final class LockSession: Sendable {
             // A session the server ends (or a connection that drops) closes the channel at once.
             connection.closeFuture.whenComplete { [weak self] _ in self?.leaseLost() }
         } catch {
-            await unlockEverything(on: connection)
+            if Self.endsTheSession(error) {
+                _ = connection.close() as EventLoopFuture<Void> // the server ended it, and freed its locks with it
+            } else {
+                await unlockEverything(on: connection)
+            }
             throw error
         }
         await holdUntilReleased(on: connection)
         await unlockEverything(on: connection)
+    }
+
+    /// Whether `error` says the session is over: the server ended it (a fatal error, such as
+    /// `pg_terminate_backend`'s) or the connection closed. Its advisory locks went with it, and a
+    /// statement sent on it may never be answered.
+    private static func endsTheSession(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        if error.code == .serverClosedConnection || error.code == .connectionError { return true }
+        let severity = error.serverInfo?[.severity]
+        return severity == "FATAL" || severity == "PANIC"
     }
 
     /// Waits in the session for the category's advisory lock, and draws the grant's fencing token
@@ -201,13 +215,28 @@ final class LockSession: Sendable {
         onLost(.lost(category: category))
     }
 
-    /// Frees every advisory lock of the session; closes the connection if that fails, so that
-    /// no pooled connection keeps a category.
+    /// Frees every advisory lock of the session; closes the connection if that fails, or is not
+    /// answered within `heartbeatTimeout` (a connection the server dropped may never answer), so
+    /// that no pooled connection keeps a category.
     private func unlockEverything(on connection: PostgresConnection) async {
-        do {
-            _ = try await connection.query("SELECT pg_advisory_unlock_all()", logger: lock.queryLogger).collect()
-        } catch {
-            try? await connection.close()
+        let answer = FirstAnswer()
+        let unlocked = await withCheckedContinuation { continuation in
+            answer.onFirst { continuation.resume(returning: $0) }
+            let deadline = connection.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0.1, lock.heartbeatTimeout) * 1_000_000_000))) {
+                answer.give(false)
+            }
+            let query: EventLoopFuture<PostgresQueryResult> = connection.query("SELECT pg_advisory_unlock_all()", logger: lock.queryLogger)
+            query.whenComplete { result in
+                deadline.cancel()
+                if case .success = result {
+                    answer.give(true)
+                } else {
+                    answer.give(false)
+                }
+            }
+        }
+        if !unlocked {
+            _ = connection.close() as EventLoopFuture<Void> // the server frees the session's locks as it ends
         }
     }
 
