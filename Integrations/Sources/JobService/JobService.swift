@@ -17,7 +17,10 @@ struct JobService: Sendable {
         let router = Router()
         router.post("/jobs") { request, _ in
             var request = request
-            guard let body = try? await request.collectBody(upTo: Self.maximumBodySize) else {
+            let body: ByteBuffer
+            do {
+                body = try await request.collectBody(upTo: Self.maximumBodySize)
+            } catch let error as any HTTPResponseError where error.status == .contentTooLarge { // NIO's too-many-bytes
                 return Self.json(["error": "the body must be at most 64 KiB"], status: .contentTooLarge)
             }
             return await post(body)

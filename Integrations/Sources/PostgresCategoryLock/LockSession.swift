@@ -108,7 +108,7 @@ final class LockSession: Sendable {
             connection.closeFuture.whenComplete { [weak self] _ in self?.leaseLost() }
         } catch {
             if Self.endsTheSession(error) {
-                _ = connection.close() as EventLoopFuture<Void> // the server ended it, and freed its locks with it
+                try? await connection.close() // the server ended it, and freed its locks with it; not pooled again
             } else {
                 await unlockEverything(on: connection)
             }
@@ -123,7 +123,7 @@ final class LockSession: Sendable {
     /// statement sent on it may never be answered.
     private static func endsTheSession(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError else { return false }
-        if error.code == .serverClosedConnection || error.code == .connectionError { return true }
+        if error.code == .serverClosedConnection || error.code == .clientClosedConnection || error.code == .connectionError { return true }
         let severity = error.serverInfo?[.severity]
         return severity == "FATAL" || severity == "PANIC"
     }
@@ -236,7 +236,7 @@ final class LockSession: Sendable {
             }
         }
         if !unlocked {
-            _ = connection.close() as EventLoopFuture<Void> // the server frees the session's locks as it ends
+            try? await connection.close() // the server frees the session's locks as it ends; not pooled again
         }
     }
 
