@@ -83,8 +83,10 @@ public struct OperationLogEvent: Sendable, Hashable, CustomStringConvertible {
     public let operationName: String
     /// The name given to the queue the operation was added to (its `name`), if it was given one:
     /// `nil` while the queue has Foundation's default name, which holds the queue's address and so
-    /// differs for every queue. Read as the operation is added: every event of an operation
-    /// carries the same name, also if the queue is named (or renamed) while the operation is on it.
+    /// differs for every queue. Read as the operation is added (a group's child: as its group
+    /// joins a logging queue): every event of an operation carries the same name, also if the
+    /// queue is named (or renamed) while the operation is on it. (The reasons of a `.waiting`
+    /// event name the queue as it is then.)
     public let queueName: String?
     /// What happened.
     public let kind: Kind
