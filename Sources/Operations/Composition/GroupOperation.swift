@@ -22,9 +22,10 @@ import Foundation
 ///
 /// Its `progress` counts the children: `totalUnitCount` those admitted (growing as children are
 /// added or produced), `completedUnitCount` those finished, and `fractionCompleted` is 1 once the
-/// group has finished (a group that finishes with no child counts one unit then, done). A child group's progress is a child of its parent's, as Foundation's child
-/// progress works, so nested groups report partial progress. Cancelling the progress cancels the
-/// group, and cancelling the group cancels its progress.
+/// group has finished (a group that finishes with no child counts one unit then, done). A child
+/// group's progress is a child of its parent's, as Foundation's child progress works, so nested
+/// groups report partial progress. Cancelling the progress cancels the group, and cancelling the
+/// group cancels its progress.
 ///
 /// ```swift
 /// let overall = Progress(totalUnitCount: 1)                   // say, the one a progress bar shows

@@ -27,8 +27,8 @@ enum FinishCall: Sendable {
     /// The continuation of an `AsyncBlockOperation` whose block was created there.
     case continuation(createdAt: CallSite?)
     /// `method` (`finish(producing:)`, or `finish(with:)` with a success), called there if
-    /// known, with a value of that type.
-    case produce(CallSite?, valueType: String, method: String)
+    /// known, with a value of that type (described only if the call is reported).
+    case produce(CallSite?, valueType: Any.Type, method: String)
 }
 
 extension AsyncOperation {
@@ -36,6 +36,7 @@ extension AsyncOperation {
     /// it tried to add, which is lost.
     func reportIgnoredFinish(_ call: FinishCall, dropping errors: [any Error]) {
         let who: String
+        var lost = Self.whatWasLost(errors)
         switch call {
         case .framework:
             who = "finish(with:) was called"
@@ -44,11 +45,10 @@ extension AsyncOperation {
         case let .continuation(site):
             who = "the continuation" + (site.map { " of the block created at \($0)" } ?? "") + " was called"
         case let .produce(site, valueType, method):
-            let call = "\(method) was called" + (site.map { " at \($0)" } ?? "")
-            OperationDiagnostics.report(.finishedTwice, self, "\(call) on an operation that had already finished; the call was ignored and the value it passed, of type \(valueType), was dropped")
-            return
+            who = "\(method) was called" + (site.map { " at \($0)" } ?? "")
+            lost = "and the value it passed, of type \(valueType), was dropped"
         }
-        OperationDiagnostics.report(.finishedTwice, self, "\(who) on an operation that had already finished; the call was ignored \(Self.whatWasLost(errors))")
+        OperationDiagnostics.report(.finishedTwice, self, "\(who) on an operation that had already finished; the call was ignored \(lost)")
     }
 
     /// What an ignored call lost: `and its error, X, was dropped`, or that it carried none.

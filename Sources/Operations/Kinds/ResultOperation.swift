@@ -50,7 +50,7 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// operation has finished: the `.finishedTwice` diagnostic then names this call's file and
     /// line, and the type of the value it dropped.
     public final func finish(producing output: Output, file: StaticString = #fileID, line: UInt = #line) {
-        finish(producing: output, by: .produce(CallSite(file: file, line: line), valueType: "\(Output.self)", method: "finish(producing:)"))
+        finish(producing: output, by: .produce(CallSite(file: file, line: line), valueType: Output.self, method: "finish(producing:)"))
     }
 
     /// Finishes the operation with `output` as its value: `finish(producing:file:line:)` as a
@@ -58,7 +58,7 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// report.
     @_disfavoredOverload
     public final func finish(producing output: Output) {
-        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(producing:)"))
+        finishProducing(output)
     }
 
     /// Finishes the operation with the value or the error in `result`; also a function value
@@ -67,14 +67,14 @@ open class ResultOperation<Output: Sendable>: AsyncOperation, @unchecked Sendabl
     /// function value cannot tell).
     public final func finish(with result: Result<Output, any Error>) {
         switch result {
-        case let .success(output): finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(with:)"))
+        case let .success(output): finish(producing: output, by: .produce(nil, valueType: Output.self, method: "finish(with:)"))
         case let .failure(error): finish(errors: [error])
         }
     }
 
     /// The framework's own finish with a value (a block's, a task's): a late one names no call site.
     final func finishProducing(_ output: Output) {
-        finish(producing: output, by: .produce(nil, valueType: "\(Output.self)", method: "finish(producing:)"))
+        finish(producing: output, by: .produce(nil, valueType: Output.self, method: "finish(producing:)"))
     }
 
     private func finish(producing output: Output, by call: FinishCall) {

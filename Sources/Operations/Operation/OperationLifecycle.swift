@@ -1486,13 +1486,17 @@ struct OperationLifecycle {
             // The cancel is still in flight, so no finish was let through (`heldBack` is none).
             return .deliverCancel(observers: observers, followUp: phase == .executing ? .interruptExecution : .none)
         }
-        if case .deliver = heldBack { return .finish(heldBack) }
-        return phase == .executing ? .execute : .skipExecution
+        return executionAfterAnnouncing(heldBack)
     }
 
     /// The cancel made while the start was being announced reached every observer after it.
     mutating func cancelDeliveredAfterStart() -> AfterStartAction {
-        let heldBack = notificationDelivered()
+        executionAfterAnnouncing(notificationDelivered())
+    }
+
+    /// Whether the operation executes once its announcements are delivered: the finish they held
+    /// back, if one came meanwhile, or `execute()` if it still executes.
+    private func executionAfterAnnouncing(_ heldBack: FinishAction) -> AfterStartAction {
         if case .deliver = heldBack { return .finish(heldBack) }
         return phase == .executing ? .execute : .skipExecution
     }
