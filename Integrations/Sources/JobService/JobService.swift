@@ -21,7 +21,7 @@ struct JobService: Sendable {
             do {
                 body = try await request.collectBody(upTo: Self.maximumBodySize)
             } catch let error as any HTTPResponseError where error.status == .contentTooLarge { // NIO's too-many-bytes
-                return Self.json(["error": "the body must be at most 64 KiB"], status: .contentTooLarge)
+                return Self.json(["error": "the body must be at most \(Self.maximumBodySize / 1024) KiB"], status: .contentTooLarge)
             }
             return await post(body)
         }

@@ -176,7 +176,7 @@ final class LockSession: Sendable {
             }
             await sleeper.value
             guard state.withLock({ $0.isHeld }) else { return }
-            guard await answers(connection, within: lock.heartbeatTimeout) else {
+            guard await succeeds("SELECT 1", on: connection, within: lock.heartbeatTimeout) else {
                 leaseLost()
                 try? await connection.close()
                 return
@@ -184,19 +184,20 @@ final class LockSession: Sendable {
         }
     }
 
-    /// Whether `SELECT 1` comes back within `seconds`. A query that hangs (a silent network
-    /// partition can hold it for many minutes) is not waited for. The answer and the deadline
-    /// both arrive on the connection's event loop, which takes them in the order they happen: an
-    /// answer in time counts as one even while Swift's concurrency pool is kept busy (by code that
-    /// blocks its threads), where two tasks racing for it could let the deadline win.
-    private func answers(_ connection: PostgresConnection, within seconds: TimeInterval) async -> Bool {
+    /// Whether `statement` succeeds on `connection` within `seconds`. A statement that hangs (a
+    /// silent network partition can hold it for many minutes, a connection the server dropped
+    /// may never answer) is not waited for. The answer and the deadline both arrive on the
+    /// connection's event loop, which takes them in the order they happen: an answer in time
+    /// counts as one even while Swift's concurrency pool is kept busy (by code that blocks its
+    /// threads), where two tasks racing for it could let the deadline win.
+    private func succeeds(_ statement: PostgresQuery, on connection: PostgresConnection, within seconds: TimeInterval) async -> Bool {
         let answer = FirstAnswer()
         return await withCheckedContinuation { continuation in
             answer.onFirst { continuation.resume(returning: $0) }
             let deadline = connection.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0.1, seconds) * 1_000_000_000))) {
                 answer.give(false)
             }
-            let query: EventLoopFuture<PostgresQueryResult> = connection.query("SELECT 1", logger: lock.queryLogger)
+            let query: EventLoopFuture<PostgresQueryResult> = connection.query(statement, logger: lock.queryLogger)
             query.whenComplete { result in
                 deadline.cancel()
                 if case .success = result {
@@ -219,23 +220,7 @@ final class LockSession: Sendable {
     /// answered within `heartbeatTimeout` (a connection the server dropped may never answer), so
     /// that no pooled connection keeps a category.
     private func unlockEverything(on connection: PostgresConnection) async {
-        let answer = FirstAnswer()
-        let unlocked = await withCheckedContinuation { continuation in
-            answer.onFirst { continuation.resume(returning: $0) }
-            let deadline = connection.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0.1, lock.heartbeatTimeout) * 1_000_000_000))) {
-                answer.give(false)
-            }
-            let query: EventLoopFuture<PostgresQueryResult> = connection.query("SELECT pg_advisory_unlock_all()", logger: lock.queryLogger)
-            query.whenComplete { result in
-                deadline.cancel()
-                if case .success = result {
-                    answer.give(true)
-                } else {
-                    answer.give(false)
-                }
-            }
-        }
-        if !unlocked {
+        if await !succeeds("SELECT pg_advisory_unlock_all()", on: connection, within: lock.heartbeatTimeout) {
             try? await connection.close() // the server frees the session's locks as it ends; not pooled again
         }
     }
