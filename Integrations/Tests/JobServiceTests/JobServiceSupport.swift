@@ -5,25 +5,38 @@ import FoundationNetworking
 import IntegrationsTestSupport
 
 /// `job-service`, run from the build folder as a child process that is never left behind: its
-/// standard output (where it prints its port) is read, its standard error (its logs) goes to a
-/// file. (`IntegrationsTestSupport.ChildProcess` discards standard output.)
+/// standard output (where it prints its port) is collected as it comes, its standard error (its
+/// logs) goes to a file. (`IntegrationsTestSupport.ChildProcess` discards standard output.)
 final class JobServiceProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` and the files are set up in init; their own methods are
-    // thread-safe; `printedText` is behind `printedLock`.
+    // thread-safe; `received` and `printedText` are behind `printedLock`.
     private let process = Process()
     private let output = Pipe()
     private let logFile: URL
     private let printedLock = NSLock()
+    /// Standard output so far, gathered by the pipe's readability handler: a wait reads it
+    /// without blocking on the pipe, so it ends at its deadline even if the child prints nothing.
+    private var received = Data()
     private var printedText = ""
 
-    init(arguments: [String]) throws {
-        let binary = try Self.binary()
+    /// `executable`: another program in job-service's place (to test this launcher itself).
+    init(arguments: [String], executable: URL? = nil) throws {
+        let binary = try executable ?? Self.binary()
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("job-service-\(UUID()).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.executableURL = binary
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: logFile)
+        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil // the end of its output
+                return
+            }
+            guard let self else { return }
+            self.printedLock.withLock { self.received.append(data) }
+        }
         try process.run()
     }
 
@@ -46,17 +59,24 @@ final class JobServiceProcess: @unchecked Sendable {
     func waitForPort(timeout: TimeInterval = 60) throws -> Int {
         let deadline = Date().addingTimeInterval(timeout)
         var text = ""
-        while Date() < deadline, process.isRunning {
-            let data = output.fileHandleForReading.availableData
-            text += String(decoding: data, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.contains("listening on") }),
-               let port = line.split(separator: ":").last.flatMap({ Int($0) }), port > 0 {
+        while true {
+            let exited = !process.isRunning // read before the output, so its last words are in
+            text = printedLock.withLock { String(decoding: received, as: UTF8.self) }
+            if let port = Self.port(in: text) {
                 printedLock.withLock { printedText = text }
                 return port
             }
-            if data.isEmpty { usleep(10_000) }
+            if exited || Date() >= deadline { break }
+            usleep(10_000)
         }
-        throw TestFailure("job-service did not start listening: \(text)\n\(log)")
+        throw TestFailure("job-service did not start listening within \(timeout) s: \(text)\n\(log)")
+    }
+
+    /// The port in "job-service listening on HOST:PORT", once the line is complete.
+    private static func port(in text: String) -> Int? {
+        guard let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first(where: { $0.contains("listening on") }),
+              let port = line.split(separator: ":").last.flatMap({ Int($0) }), port > 0 else { return nil }
+        return port
     }
 
     /// What it printed on standard output up to its port.
@@ -103,6 +123,7 @@ final class JobServiceProcess: @unchecked Sendable {
             Foundation.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        output.fileHandleForReading.readabilityHandler = nil
         try? FileManager.default.removeItem(at: logFile)
     }
 }

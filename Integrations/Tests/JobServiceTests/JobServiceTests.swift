@@ -112,3 +112,15 @@ import Testing
         }
     }
 }
+
+/// The launcher the job-service tests share keeps its waits bounded.
+@Suite struct JobServiceProcessTests {
+    @Test func waitingForThePort_endsAtTheDeadline_whenTheChildPrintsNothing() throws {
+        let silent = try JobServiceProcess(arguments: ["30"], executable: URL(fileURLWithPath: "/bin/sleep"))
+        defer { silent.kill() }
+        let start = Date()
+        #expect(throws: TestFailure.self) { try silent.waitForPort(timeout: 0.5) }
+        #expect(Date().timeIntervalSince(start) < 20, "the wait outlived its deadline by far")
+        #expect(silent.isRunning)
+    }
+}
