@@ -20,10 +20,12 @@ import PostgresNIO
 /// advisory lock, after the lock is held: every token is greater than every token handed out
 /// before it, for any category, so tokens grow strictly per category but are not consecutive.
 /// The sequence's name is resolved through each session's `search_path`: every process sharing
-/// the categories must reach the same sequence (qualify it with a schema if theirs differ). It is
-/// the tokens' memory: if it is dropped while locks use it, the lock makes it again, and tokens
-/// start over from 1, below those handed out before. Do not drop it; to move it, create the new
-/// one starting above the last token (`setval`).
+/// the categories must reach the same sequence (qualify it with a schema if theirs differ). The
+/// lock makes it starting at the server's clock, in microseconds since 1970: if it is dropped
+/// while locks use it, the lock makes it again, starting above every token handed out before (as
+/// long as fewer tokens were drawn than microseconds passed since it was made, and the server's
+/// clock did not go back by more than that). To move it, create the new one starting above the
+/// last token (`setval`).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)   // run it: await client.run()
@@ -148,23 +150,42 @@ public final class PostgresCategoryLock: AsyncCategoryLock {
     func ensureFencingSequence(on connection: PostgresConnection) async throws {
         guard !knowledge.withLock({ $0.sequenceReady }) else { return }
         // A role that may use the sequence but not create objects finds it made already.
-        let found = try await connection.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(fencingSequence)') IS NOT NULL"), logger: logger).collect()
-        if try found.first?.decode(Bool.self) == true {
+        if try await fencingSequenceExists(on: connection) {
             knowledge.withLock { $0.sequenceReady = true }
             return
         }
         // Serialized by a transaction-level advisory lock, so that processes starting at once do
-        // not race in CREATE SEQUENCE IF NOT EXISTS (which can fail on the catalog's unique index).
+        // not race in CREATE SEQUENCE IF NOT EXISTS (which can fail on the catalog's unique index),
+        // and only the one that makes it sets where it starts.
         _ = try await connection.query("BEGIN", logger: logger).collect()
         do {
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(key(for: "\u{0}fencing-sequence")))", logger: logger).collect()
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(fencingSequence) AS bigint"), logger: logger).collect()
+            if try await !fencingSequenceExists(on: connection) {
+                try await makeFencingSequence(on: connection)
+            }
             _ = try await connection.query("COMMIT", logger: logger).collect()
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger).collect()
             throw error
         }
         knowledge.withLock { $0.sequenceReady = true }
+    }
+
+    private func fencingSequenceExists(on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(fencingSequence)') IS NOT NULL"), logger: logger).collect()
+        return try rows.first?.decode(Bool.self) == true
+    }
+
+    /// Makes the sequence, in the caller's transaction, starting at the server's clock in
+    /// microseconds: one made again after a drop starts above the tokens of the one before, which
+    /// counted up by one a grant from its own start. Never moves a sequence back (one made by
+    /// someone else meanwhile keeps its tokens).
+    private func makeFencingSequence(on connection: PostgresConnection) async throws {
+        _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE SEQUENCE IF NOT EXISTS \(fencingSequence) AS bigint"), logger: logger).collect()
+        _ = try await connection.query(PostgresQuery(unsafeSQL: """
+            SELECT setval('\(fencingSequence)', GREATEST((SELECT last_value FROM \(fencingSequence)),
+                                                      floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint))
+            """), logger: logger).collect()
     }
 
     /// Waits at most `milliseconds` for the advisory lock `key`, then, once it is held, draws the
@@ -217,7 +238,7 @@ enum PostgresLockProtocolError: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .noToken(sequence): "the sequence \(sequence) gave no fencing token above 0: it must count up from 1, without cycling"
+        case let .noToken(sequence): "the sequence \(sequence) gave no fencing token above 0: it must count up from 1 or above, without cycling"
         }
     }
 }

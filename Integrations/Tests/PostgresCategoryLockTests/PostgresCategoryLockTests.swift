@@ -99,6 +99,21 @@ struct PostgresCategoryLockTests {
         }
     }
 
+    @Test func aFencingSequenceDroppedWhileTheLockRuns_isMadeAgain_andTheNextTokenStillOutranks() async throws {
+        try await TestServer.withClient { client in
+            let sequence = "dropped_tokens_\(UUID().uuidString.prefix(8).lowercased())"
+            let lock = PostgresCategoryLock(client: client, fencingSequence: sequence)
+            let (holder, queue) = await startHolder(of: uniqueName("billing"), lock: lock)
+            holder.cancel()
+            #expect(await eventually { holder.isFinished })
+
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DROP SEQUENCE \(sequence)"), logger: Logger(label: "test")).collect()
+
+            await expectTheNextGrantOutranks(holder, on: queue, lock: lock)
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DROP SEQUENCE IF EXISTS \(sequence)"), logger: Logger(label: "test")).collect()
+        }
+    }
+
     @Test func aCategoryHeldByAnotherSession_isWaitedFor_andNamedInTheSnapshot() async throws {
         try await TestServer.withClient { client in
             let lock = PostgresCategoryLock(client: client)
