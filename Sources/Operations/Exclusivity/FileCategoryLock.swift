@@ -20,9 +20,12 @@ import Musl
 /// ```
 ///
 /// Two `FileCategoryLock`s on one directory are the same lock. Keep the directory on a local
-/// file system: `flock` on network file systems is not reliable. The fencing token survives the
-/// death of any process, but not a reboot that loses the file system's unwritten pages (it is not
-/// synced to disk on every grant).
+/// file system: `flock` on network file systems is not reliable. Leave its lock files in place
+/// while processes use them: the lock lives on the file, so a process that finds one deleted makes
+/// another and holds its category beside the holder of the deleted one, and the new file's
+/// fencing tokens start again from 1 (a cleaner of old files in `/tmp` can delete one). The
+/// fencing token survives the death of any process, but not a reboot that loses the file
+/// system's unwritten pages (it is not synced to disk on every grant).
 public final class FileCategoryLock: CategoryLock {
     /// The directory that holds the lock files.
     public let directory: URL
