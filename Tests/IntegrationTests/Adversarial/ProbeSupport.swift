@@ -84,3 +84,76 @@ func isCancellationError<Success>(_ outcome: Result<Success, any Error>) -> Bool
     if case let .failure(error) = outcome { return error is CancellationError }
     return false
 }
+
+/// The environment variable that tells a child process of the test binary which probe scenario
+/// it runs (`runProbeScenarioInChildProcess`).
+let probeScenarioVariable = "OPERATIONS_PROBE_SCENARIO"
+
+/// Whether this process is a child started to run `scenario`: the condition of the test that
+/// holds the scenario, which is skipped in every ordinary run.
+func isProbeScenario(_ scenario: String) -> Bool {
+    ProcessInfo.processInfo.environment[probeScenarioVariable] == scenario
+}
+
+/// How a probe scenario run in a child process ended.
+struct ProbeScenarioOutcome: Sendable, CustomStringConvertible {
+    /// The exit status, or the signal that ended the process.
+    let status: Int32
+    /// Whether a signal ended it (a failed precondition traps).
+    let wasKilledBySignal: Bool
+    /// What it wrote, standard output and standard error together.
+    let output: String
+
+    /// Whether the scenario's test ran and passed.
+    var passed: Bool {
+        !wasKilledBySignal && status == 0 && output.contains("passed")
+    }
+
+    var description: String {
+        let ending = wasKilledBySignal ? "killed by signal \(status)" : "exit status \(status)"
+        // A crash report's headline and the crashed thread's innermost frames say where it trapped.
+        let lines = output.split(separator: "\n")
+        let headline = lines.first { $0.contains("Program crashed") }
+        let frames = lines.drop { !$0.hasSuffix(" crashed:") }.filter { $0.hasPrefix("  0 ") || $0.hasPrefix("  1 ") }.prefix(2)
+        guard let headline else { return "\(ending): \(output.suffix(600))" }
+        return "\(ending): \(([headline] + frames).joined(separator: " | "))"
+    }
+}
+
+/// Runs the test `testName`, which holds a scenario that may crash the process (a failed
+/// precondition inside Foundation), in a child process of the test binary with
+/// `probeScenarioVariable` set to `scenario`, so that a crash ends only the child. `nil` if it had
+/// not ended within `timeout` (it is killed then). Linux: the binary is `/proc/self/exe`.
+func runProbeScenarioInChildProcess(testName: String, scenario: String, timeout: TimeInterval = 120) -> ProbeScenarioOutcome? {
+    let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).log")
+    guard FileManager.default.createFile(atPath: outputFile.path, contents: nil),
+          let output = try? FileHandle(forWritingTo: outputFile) else { return nil }
+    defer {
+        try? output.close()
+        try? FileManager.default.removeItem(at: outputFile)
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = ["--testing-library", "swift-testing", "--filter", testName]
+    var environment = ProcessInfo.processInfo.environment
+    environment[probeScenarioVariable] = scenario
+    process.environment = environment
+    process.standardOutput = output
+    process.standardError = output
+    guard (try? process.run()) != nil else { return nil }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning {
+        if Date() > deadline {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        usleep(10_000)
+    }
+    let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+    return ProbeScenarioOutcome(
+        status: process.terminationStatus,
+        wasKilledBySignal: process.terminationReason == .uncaughtSignal,
+        output: text
+    )
+}
