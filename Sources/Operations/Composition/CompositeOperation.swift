@@ -88,17 +88,22 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
 
     private func handle(_ finished: FinishedChild) {
         let child = finished.child
-        let isCancelled = child.isCancelled
-        let failed = isCancelled || !finished.errors.isEmpty
+        let childIsCancelled = child.isCancelled
+        let failed = childIsCancelled || !finished.errors.isEmpty
         var keepsErrors = true
-        switch storage.withLock({ $0.machine.childFinished(ObjectIdentifier(child), failed: failed) }) {
+        // The composite's own cancel reaches the machine only once its observers heard it
+        // (`cancellationDuringExecution`); until then the machine learns of it here, so that no
+        // handler is called once the composite is cancelled.
+        let compositeIsCancelled = isCancelled
+        switch storage.withLock({ $0.machine.childFinished(ObjectIdentifier(child), failed: failed, compositeIsCancelled: compositeIsCancelled) }) {
         case let .record(steps):
             perform(steps)
         case let .askHandler(slot, attempt):
             let handler = storage.withLock { $0.cancellation }
-            let failure = CompositeFailure(child: child, index: slot, attempt: attempt, errors: finished.errors, isCancelled: isCancelled)
+            let failure = CompositeFailure(child: child, index: slot, attempt: attempt, errors: finished.errors, isCancelled: childIsCancelled)
             let answer = handler?(failure) ?? .cancel
-            let resolution = storage.withLock { $0.machine.resolve(slot: slot, with: answer) }
+            let cancelledMeanwhile = isCancelled
+            let resolution = storage.withLock { $0.machine.resolve(slot: slot, with: answer, compositeIsCancelled: cancelledMeanwhile) }
             keepsErrors = resolution.keepsErrors
             perform(resolution.steps)
         }

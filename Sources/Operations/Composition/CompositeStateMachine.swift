@@ -155,7 +155,10 @@ struct CompositeStateMachine<Child: AnyObject> {
 
     /// An operation on the composite's queue finished. Operations the composite did not launch
     /// (children added with `addChild`, operations children produced) are only recorded.
-    mutating func childFinished(_ id: ObjectIdentifier, failed: Bool) -> FinishReaction {
+    /// `compositeIsCancelled`: the composite was cancelled already, though `cancel()` has not
+    /// reached this machine yet (its observers are hearing it): no handler is called any more.
+    mutating func childFinished(_ id: ObjectIdentifier, failed: Bool, compositeIsCancelled: Bool = false) -> FinishReaction {
+        noteCancel(compositeIsCancelled)
         guard let entry = live.removeValue(forKey: id), !entry.isTimer, phase == .running else {
             return .record(steps: [])
         }
@@ -167,8 +170,10 @@ struct CompositeStateMachine<Child: AnyObject> {
         return .askHandler(slot: entry.slot, attempt: slots[entry.slot].attempts)
     }
 
-    /// The cancellation handler answered `resolution` for the child in `slot`.
-    mutating func resolve(slot: Int, with resolution: CompositeResolution) -> Resolution {
+    /// The cancellation handler answered `resolution` for the child in `slot`;
+    /// `compositeIsCancelled` as for `childFinished`.
+    mutating func resolve(slot: Int, with resolution: CompositeResolution, compositeIsCancelled: Bool = false) -> Resolution {
+        noteCancel(compositeIsCancelled)
         guard phase == .running, slots.indices.contains(slot), slots[slot].state == .resolving else {
             // Cancelled while the handler decided: the answer no longer matters.
             return Resolution(keepsErrors: true, steps: [])
@@ -198,6 +203,14 @@ struct CompositeStateMachine<Child: AnyObject> {
             phase = .cancelled
         }
         return live.values.map(\.child)
+    }
+
+    /// A cancel of the composite seen before `cancel()` reached the machine stops it as that
+    /// will (the live operations are cancelled then).
+    private mutating func noteCancel(_ compositeIsCancelled: Bool) {
+        if compositeIsCancelled, phase == .idle || phase == .running {
+            phase = .cancelled
+        }
     }
 
     /// The composite finished: let go of every operation.

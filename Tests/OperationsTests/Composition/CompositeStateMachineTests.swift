@@ -45,6 +45,36 @@ import Testing
         #expect(afterMiddle == .record(steps: [.complete]))
     }
 
+    @Test func aCancelSeenBeforeItReachesTheMachine_stopsIt_withoutAskingTheHandlerOrCompleting() {
+        var machine = Machine(mode: .serial, childCount: 1)
+        let child = Child()
+        _ = machine.start()
+        _ = machine.launched(child, slot: 0, attempt: 1)
+
+        let afterFailure = machine.childFinished(Self.id(child), failed: true, compositeIsCancelled: true)
+        let live = machine.cancel() // cancel() arrives once the composite's observers heard it
+
+        #expect(afterFailure == .record(steps: []))
+        #expect(machine.phase == .cancelled)
+        #expect(live.isEmpty)
+    }
+
+    @Test func aCancelWhileTheHandlerDecides_dropsItsAnswer_evenBeforeItReachesTheMachine() {
+        var machine = Machine(mode: .concurrent, childCount: 2)
+        let (first, second) = (Child(), Child())
+        _ = machine.start()
+        _ = machine.launched(first, slot: 0, attempt: 1)
+        _ = machine.launched(second, slot: 1, attempt: 1)
+        _ = machine.childFinished(Self.id(second), failed: false)
+        let asked = machine.childFinished(Self.id(first), failed: true)
+
+        let resolution = machine.resolve(slot: 0, with: .carryOn, compositeIsCancelled: true)
+
+        #expect(asked == .askHandler(slot: 0, attempt: 1))
+        #expect(resolution.steps.isEmpty) // no `.complete`: the completion handler is not called
+        #expect(machine.phase == .cancelled)
+    }
+
     @Test func emptyComposite_completesAtStart() {
         var machine = Machine(mode: .concurrent, childCount: 0)
         let start = machine.start()
