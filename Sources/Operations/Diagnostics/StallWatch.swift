@@ -6,23 +6,46 @@ import Foundation
 /// engine, whichever queue it is on.
 ///
 /// It looks at the queue's snapshot on a timer (a quarter of the threshold, between 10 ms and
-/// 1 s), so a queue that is not watched pays nothing. An operation's waiting time counts from
-/// the first look that saw it waiting.
+/// 1 s), so a queue that is not watched pays nothing. An operation's waiting time (and a
+/// holder's executing time) counts from the first look that saw it so; what the watch's very
+/// first look found already waiting or executing began earlier, so its report says "at least".
+/// A watch that replaces another (the threshold set again) takes over what that one saw: times
+/// go on, and an operation reported is not reported again.
 final class StallWatch: Sendable {
-    private struct Seen {
-        var waitingSince: DispatchTime?
-        var executingSince: DispatchTime?
+    /// What the looks saw, kept across the watches of one queue while its threshold is set.
+    final class Record: Sendable {
+        fileprivate let seen = Locked<Seen.Table>.make(Seen.Table())
+    }
+
+    fileprivate struct Seen {
+        var waitingSince: Since?
+        var executingSince: Since?
         var wasReported = false
+
+        struct Table {
+            var entries: [ObjectIdentifier: Seen] = [:]
+            /// A look has been made: what a look sees from now on began since the one before.
+            var hasLooked = false
+        }
+    }
+
+    /// When a state was first seen; `isLowerBound`: it was already so at the watch's first look.
+    fileprivate struct Since {
+        let time: DispatchTime
+        let isLowerBound: Bool
     }
 
     let threshold: TimeInterval
+    /// What it saw, for the watch that may replace it.
+    let record: Record
     private let queue: Weak<AsyncOperationQueue>
-    private let seen = Locked<[ObjectIdentifier: Seen]>.make([:])
     private let timer: TimerBox
 
-    init(queue: AsyncOperationQueue, threshold: TimeInterval) {
+    /// `record`: what the watch this one replaces saw (a new one if none).
+    init(queue: AsyncOperationQueue, threshold: TimeInterval, record: Record = Record()) {
         self.queue = Weak(queue)
         self.threshold = threshold
+        self.record = record
         timer = TimerBox(DispatchSource.makeTimerSource(queue: .global()))
         let interval = min(max(threshold / 4, 0.01), 1)
         timer.source.setEventHandler { [weak self] in self?.look() }
@@ -50,32 +73,34 @@ final class StallWatch: Sendable {
         let holders = operations.map { (($0 as? AsyncOperation)?.holdersOfAwaitedCategories() ?? []) }
         let executingHolders = holders.joined().filter { $0.holder.isExecuting }.map(\.holder)
         let now = DispatchTime.now()
-        let stalled = seen.withLock { table -> [(Operation, String)] in
+        let stalled = record.seen.withLock { table -> [(Operation, String)] in
+            let firstSeen = Since(time: now, isLowerBound: !table.hasLooked)
             var next: [ObjectIdentifier: Seen] = [:]
             var stalled: [(Operation, String)] = []
             for holder in executingHolders {
                 let id = ObjectIdentifier(holder)
-                next[id] = Seen(executingSince: table[id]?.executingSince ?? now)
+                next[id] = Seen(executingSince: table.entries[id]?.executingSince ?? firstSeen)
             }
             for ((operation, snapshot), holders) in zip(snapshots, holders) {
                 let id = ObjectIdentifier(operation)
-                var entry = table[id] ?? Seen()
+                var entry = table.entries[id] ?? Seen()
                 entry.executingSince = next[id]?.executingSince ?? entry.executingSince
                 switch snapshot.state {
                 case .executing, .finishing, .finished:
-                    if entry.executingSince == nil { entry.executingSince = now }
+                    if entry.executingSince == nil { entry.executingSince = firstSeen }
                 default:
-                    if entry.waitingSince == nil { entry.waitingSince = now }
+                    if entry.waitingSince == nil { entry.waitingSince = firstSeen }
                     if let since = entry.waitingSince, !entry.wasReported,
-                       Self.seconds(from: since, to: now) >= threshold {
+                       Self.seconds(from: since.time, to: now) >= threshold {
                         entry.wasReported = true
                         let holding = holders.map { (name: $0.holder.displayName, since: next[ObjectIdentifier($0.holder)]?.executingSince) }
-                        stalled.append((operation, Self.message(for: snapshot, waited: Self.seconds(from: since, to: now), holders: holding, now: now)))
+                        stalled.append((operation, Self.message(for: snapshot, waited: since, holders: holding, now: now)))
                     }
                 }
                 next[id] = entry
             }
-            table = next
+            table.entries = next
+            table.hasLooked = true
             return stalled
         }
         for (operation, message) in stalled {
@@ -83,14 +108,19 @@ final class StallWatch: Sendable {
         }
     }
 
-    private static func message(for snapshot: OperationSnapshot, waited: TimeInterval, holders: [(name: String, since: DispatchTime?)], now: DispatchTime) -> String {
-        var message = "has waited \(format(waited)) without executing: \(snapshot)"
+    private static func message(for snapshot: OperationSnapshot, waited: Since, holders: [(name: String, since: Since?)], now: DispatchTime) -> String {
+        var message = "has waited \(duration(since: waited, to: now)) without executing: \(snapshot)"
         for holder in holders {
             if let since = holder.since {
-                message += " ('\(holder.name)' has been executing for \(format(seconds(from: since, to: now))))"
+                message += " ('\(holder.name)' has been executing for \(duration(since: since, to: now)))"
             }
         }
         return message
+    }
+
+    /// "1.5 s", or "at least 1.5 s" for a state the watch found when it began.
+    private static func duration(since: Since, to now: DispatchTime) -> String {
+        (since.isLowerBound ? "at least " : "") + format(seconds(from: since.time, to: now))
     }
 
     private static func seconds(from start: DispatchTime, to end: DispatchTime) -> TimeInterval {

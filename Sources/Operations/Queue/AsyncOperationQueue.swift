@@ -217,9 +217,15 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Reports operations that have waited (not executed) longer than this many seconds: one
     /// `.stalled` diagnostic per operation, through `OperationDiagnostics.handler`, saying what
-    /// it waits for (for example the category it needs and the operation holding it). `nil`, the
-    /// default, reports nothing and costs nothing. The children of a group that starts on the
-    /// queue are watched too, with the threshold the queue has then.
+    /// it waits for (for example the category it needs and the operation holding it, and how long
+    /// that has been executing). `nil`, the default, reports nothing and costs nothing. The
+    /// children of a group that starts on the queue are watched too, with the threshold the queue
+    /// has then.
+    ///
+    /// Times count from when the watch saw each operation waiting (or executing), a fraction of
+    /// the threshold apart: what was already so when the threshold was set is reported "at
+    /// least" that long. Setting the threshold again while it watches keeps those times and the
+    /// reports made; after `nil`, the watch starts afresh.
     ///
     /// ```swift
     /// queue.name = "ledger"
@@ -230,7 +236,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     public var stallReportThreshold: TimeInterval? {
         get { stallWatch.withLock { $0?.threshold } }
         set {
-            let watch = newValue.map { StallWatch(queue: self, threshold: $0) }
+            // Set again while it watches, the new watch goes on from what the old one saw.
+            let record = stallWatch.withLock { $0?.record } ?? StallWatch.Record()
+            let watch = newValue.map { StallWatch(queue: self, threshold: $0, record: record) }
             stallWatch.exchange(with: watch)?.stop()
         }
     }
