@@ -87,20 +87,30 @@ extension AsyncOperation {
 
     /// Dependents released together are told highest priority first, so that a slot freed by
     /// this finish goes to the one Foundation would start first; those on a serial queue in the
-    /// order they were told, since it starts them in add order whatever their priority. (Out of
-    /// line: a chain's one dependent is told without reading priorities or copying the list.)
+    /// order they were added to it (their tickets), since the first one told takes its turn, and
+    /// it starts them in add order whatever their priority. (Out of line: a chain's one dependent
+    /// is told without reading priorities or copying the list.)
     @inline(never)
     private func notifyDependentsTogether(_ dependents: SmallArray<WeakFinishWatcher>) {
-        let ordered = SmallArray(AsyncOperationQueue.byPriority(dependents.array) { watcher -> Operation? in
-            guard let dependent = watcher.object as? AsyncOperation,
-                  let queue = dependent.lifecycle.queue, queue.maxConcurrentOperationCount != 1 else { return nil }
-            return dependent
-        })
+        let ranked = dependents.array.enumerated().map { offset, watcher in
+            (rank: Self.notificationRank(of: watcher.object as? AsyncOperation), offset: offset, watcher: watcher)
+        }
+        let ordered = SmallArray(ranked.sorted { ($0.rank.slot, $0.rank.ticket, $0.offset) < ($1.rank.slot, $1.rank.ticket, $1.offset) }.map(\.watcher))
         Trampoline.run(with: (ordered, ObjectIdentifier(self))) { dependents, id in
             for index in dependents.indices {
                 dependents[index].object?.dependencyDidFinish(id)
             }
         }
+    }
+
+    /// Where a dependent released with others is told: by slot priority; on a serial queue (or
+    /// not on a queue of ours) at normal priority, then by its ticket there.
+    private static func notificationRank(of dependent: AsyncOperation?) -> (slot: UInt64, ticket: UInt64) {
+        guard let dependent, let queue = dependent.lifecycle.queue else { return (SlotLine.rank(of: .normal), 0) }
+        guard queue.maxConcurrentOperationCount == 1 else {
+            return (SlotLine.rank(of: AsyncOperationQueue.slotPriority(of: dependent)), 0)
+        }
+        return (SlotLine.rank(of: .normal), dependent.lifecycle.ticket)
     }
 
     // MARK: - Cycles

@@ -266,4 +266,41 @@ struct SerialOrderTests {
         #expect(waitUntilFinished(operations))
         #expect(log.all.filter { $0 >= 0 } == Array(stride(from: 0, to: count, by: 100)))
     }
+
+    // Found by a race audit: dependents released by one finish were told in the order they
+    // called `addDependency`, and on a serial queue the first told took the turn.
+    @Test(arguments: [false, true])
+    func operationsReleasedTogether_startInAddOrder_notInTheOrderTheyTookTheirDependency(inAGroup: Bool) {
+        // Given a dependency running on another queue, and two operations waiting for it that
+        // took it in the reverse of the order they are added in
+        let held = HeldOperations()
+        let dependencyName = uniqueName("dependency")
+        let dependency = held.make(dependencyName)
+        AsyncOperationQueue().addOperation(dependency)
+        #expect(held.waitUntilStarted(dependencyName))
+        let log = Recorder<String>()
+        let (first, second, third) = (AsyncBlockOperation { log.append("A") }, AsyncBlockOperation { log.append("B") }, AsyncBlockOperation { log.append("C") })
+        third.addDependency(dependency)
+        second.addDependency(dependency)
+        first.addDependency(dependency)
+
+        // When they are added in order to a serial queue (or a serial group), and the dependency finishes
+        let waited: [Operation]
+        if inAGroup {
+            let group = GroupOperation(operations: [first, second, third])
+            group.maxConcurrentOperationCount = 1
+            AsyncOperationQueue().addOperation(group)
+            waited = [group]
+        } else {
+            let queue = AsyncOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.addOperations([first, second, third], waitUntilFinished: false)
+            waited = [first, second, third]
+        }
+        held.finish(dependencyName)
+
+        // Then they run in the order they were added
+        #expect(waitUntilFinished(waited))
+        #expect(log.all == ["A", "B", "C"])
+    }
 }
