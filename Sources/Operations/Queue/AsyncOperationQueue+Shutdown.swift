@@ -10,7 +10,8 @@ extension AsyncOperationQueue {
     /// as it is, and the add is reported as any refused add is: `.addedTwice`,
     /// `.addedAfterFinishing`.) Operations already executing may finish during
     /// `gracePeriod`; every operation still waiting (for dependencies, conditions, categories, a
-    /// slot, or a suspended queue) is cancelled with `AsyncOperationError.queueShutDown` and
+    /// slot, or a suspended queue) is cancelled with `AsyncOperationError.queueShutDown` as the
+    /// call begins, on the calling thread (where its observers hear `operationDidCancel`), and
     /// finishes without executing. Once the grace period is over, the operations still running
     /// are cancelled with the same error too. Each operation that was on the queue finishes
     /// exactly once, and the call returns when the queue is empty. Other queues are unaffected.

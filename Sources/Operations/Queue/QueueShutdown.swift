@@ -33,9 +33,13 @@ final class QueueShutdown: @unchecked Sendable {
 
     // MARK: - Events
 
-    /// Starts the shut-down: waits for the adds in flight, then drains. Called once, by the
-    /// caller that set this shut-down on the queue.
+    /// Starts the shut-down: cancels what waits, then waits for the adds in flight and drains.
+    /// Called once, by the caller that set this shut-down on the queue.
     func begin() {
+        // At once, on the caller's thread: an operation waiting now must not start while the adds
+        // in flight end (its dependency may finish meanwhile). The drain's sweep cancels what
+        // those adds admit.
+        cancelWaiting()
         DispatchQueue.global().async { [self] in
             awaitAdmissionsInFlight()
             perform(storage.withLock { $0.machine.admissionsEnded() })
@@ -132,9 +136,19 @@ final class QueueShutdown: @unchecked Sendable {
     }
 
     private func cancelEverything() {
+        cancelAll(evenIfRunning: true)
+    }
+
+    private func cancelWaiting() {
+        cancelAll(evenIfRunning: false)
+    }
+
+    /// Cancels the queue's operations, latest first (as `sweep` does), running ones too if
+    /// `evenIfRunning`.
+    private func cancelAll(evenIfRunning: Bool) {
         guard let queue else { return }
         for operation in queue.allOperations(includingBarriers: true).reversed() {
-            cancel(operation, evenIfRunning: true)
+            cancel(operation, evenIfRunning: evenIfRunning)
         }
     }
 

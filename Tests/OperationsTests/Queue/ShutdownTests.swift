@@ -39,6 +39,44 @@ import TestSupport
         #expect(queue.allOperationCount == 0)
     }
 
+    // Found by a race audit: the operations that wait were cancelled only once the adds in
+    // flight had ended, and one whose dependency finished meanwhile executed after the
+    // shut-down began.
+    @Test func anOperationWhoseDependencyFinishesAsTheShutDownBegins_doesNotExecute_evenWhileAnAddIsInFlight() async {
+        // Given an operation waiting for a running dependency, on a queue one of whose adds is
+        // held in flight (its delegate blocks on the add)
+        let queue = AsyncOperationQueue()
+        let held = HeldOperations()
+        let dependencyName = uniqueName("dependency")
+        let dependency = held.make(dependencyName)
+        let executed = Flag()
+        let waiting = AsyncBlockOperation { executed.raise() }
+        waiting.addDependency(dependency)
+        queue.addOperations([dependency, waiting], waitUntilFinished: false)
+        #expect(held.waitUntilStarted(dependencyName))
+        let addEntered = Signal()
+        let addMayGoOn = Signal()
+        let delegate = BlockingAddDelegate(entered: addEntered, mayGoOn: addMayGoOn)
+        queue.delegate = delegate
+        let late = AsyncBlockOperation {}
+        Thread.detachNewThread { queue.addOperation(late) }
+        #expect(addEntered.wait(timeout: generousTimeout))
+
+        // When the shut-down begins, and the dependency then finishes
+        let shutdown = Task { await queue.shutDown(gracePeriod: .infinity) }
+        #expect(await eventually { queue.isShutDown })
+        held.finish(dependencyName)
+
+        // Then the waiting operation finishes cancelled, without executing
+        #expect(await eventually { waiting.isFinished })
+        #expect(!executed.isRaised)
+        #expect(waiting.isCancelled && isShutDownError(waiting.errors))
+        addMayGoOn.signal()
+        await shutdown.value
+        #expect(late.isFinished)
+        withExtendedLifetime(delegate) {}
+    }
+
     @Test func anOperationAddedAfterwards_finishesAtOnce_withTheShutDownError() async {
         let queue = AsyncOperationQueue()
         #expect(!queue.isShutDown)
@@ -234,5 +272,22 @@ private struct FinishRecorder: OperationObserver {
 
     func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) {
         finishes.append(ObjectIdentifier(operation))
+    }
+}
+
+/// Holds each add in flight until told: signals `entered` as an add begins, then waits for
+/// `mayGoOn` (bounded).
+private final class BlockingAddDelegate: AsyncOperationQueueDelegate {
+    let entered: Signal
+    let mayGoOn: Signal
+
+    init(entered: Signal, mayGoOn: Signal) {
+        self.entered = entered
+        self.mayGoOn = mayGoOn
+    }
+
+    func operationQueue(_ queue: AsyncOperationQueue, willAdd operation: Operation) {
+        entered.signal()
+        _ = mayGoOn.wait(timeout: generousTimeout)
     }
 }
