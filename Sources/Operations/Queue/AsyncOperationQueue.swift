@@ -82,7 +82,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 mayWaitInLine: mayWaitInLine,
                 countsGroupProgressOnce: !mayWaitInLine || groupBeingCreated,
                 generation: generation,
-                lineRoot: settings.lineRoot
+                lineRoot: settings.lineRoot,
+                cancellationsAtBegin: scheduler.cancellationsOfAll
             )
         }
     }
@@ -399,6 +400,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// Where the operations added to a group's queue stand in categories' lines (0 if the
         /// group has not executed yet: they take their root when they ask).
         let lineRoot: UInt64
+        /// The scheduler's count of `cancelAllOperations()` calls as the add began.
+        let cancellationsAtBegin: UInt64
 
         /// The add, as the dependency a condition of one of its operations brings joins it.
         var inFlight: AddInFlight { AddInFlight(generation: generation, barrier: barrier) }
@@ -460,16 +463,30 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Ends an add once its operations are held or with Foundation. A barrier placed while the
     /// add was in flight waits for them too.
     private func endAdding(_ context: AddContext, of operations: @autoclosure () -> [Operation]) {
-        var end = state.withLock { $0.scheduler.endAdmission(generation: context.generation) }
+        var end = state.withLock { $0.scheduler.endAdmission(generation: context.generation, cancellationsAtBegin: context.cancellationsAtBegin) }
         if case let .joinBarrier(barrier) = end {
             for operation in operations() where operation !== barrier {
                 barrier.addDependency(operation)
             }
-            end = state.withLock { $0.scheduler.endAdmission(generation: context.generation, joined: true) }
+            end = state.withLock { $0.scheduler.endAdmission(generation: context.generation, joined: true, cancellationsAtBegin: context.cancellationsAtBegin) }
         }
-        guard case let .ended(gates) = end else { return }
+        guard case let .ended(gates, cancelOperations) = end else { return }
+        if cancelOperations {
+            cancelOwn(operations())
+        }
         for gate in gates {
             gate.finish()
+        }
+    }
+
+    /// `cancelAllOperations()` ran while these were being added: they were in neither list it
+    /// read, so the add cancels those it admitted (latest first, as it does), not those it
+    /// refused, which belong to another queue or have finished.
+    private func cancelOwn(_ operations: [Operation]) {
+        for operation in operations.reversed() {
+            let isOwn = (operation as? AsyncOperation).map { $0.lifecycle.queue === self }
+                ?? (PlainOperationRegistry.queue(of: operation) === mention)
+            if isOwn { operation.cancel() }
         }
     }
 
@@ -987,6 +1004,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// waits for nothing but its turn (a suspended queue, or a serial queue's line) finishes
     /// without executing when the queue gets to it, as on Foundation's own queue.
     open override func cancelAllOperations() {
+        state.withLock { $0.scheduler.cancellingAll() } // adds in flight cancel theirs as they end
         // Latest first, so no dependent is released to run by the cancellation of what it waits for.
         for operation in allOperations(includingBarriers: true).reversed() {
             operation.cancel()

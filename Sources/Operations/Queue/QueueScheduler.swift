@@ -128,6 +128,10 @@ struct QueueScheduler {
     private(set) var generation: UInt64 = 0
     /// Adds in progress, by the generation they began in (ascending).
     private(set) var admissions: [(generation: UInt64, count: Int)] = []
+    /// How many times every operation was cancelled (`cancelAllOperations()`): an add that began
+    /// before one and ended after it cancels its own operations as it ends, since they were in
+    /// neither list the cancellation read.
+    private(set) var cancellationsOfAll: UInt64 = 0
     private(set) var pendingBarriers: [PendingBarrier] = []
 
     // MARK: - Adding
@@ -167,22 +171,29 @@ struct QueueScheduler {
         }
     }
 
+    /// Every operation is being cancelled: adds in flight cancel theirs as they end.
+    mutating func cancellingAll() {
+        cancellationsOfAll &+= 1
+    }
+
     /// What ending an add asks of the queue.
     enum EndOfAdmission {
-        /// The add has ended; open these barrier gates.
-        case ended(openGates: [AsyncOperation])
+        /// The add has ended; open these barrier gates. `cancelOperations`: every operation was
+        /// cancelled while the add was in flight; cancel the add's own operations too.
+        case ended(openGates: [AsyncOperation], cancelOperations: Bool)
         /// A barrier was placed while the add was in flight: make the add's operations its
         /// dependencies first, then call `endAdmission(generation:)` again with `joined`.
         case joinBarrier(AsyncOperation)
     }
 
     /// An add ends (its operations are held or with Foundation). In the common case (no
-    /// barrier placed meanwhile) this is one step.
-    mutating func endAdmission(generation: UInt64, joined: Bool = false) -> EndOfAdmission {
+    /// barrier placed meanwhile) this is one step. `cancellationsAtBegin`: `cancellationsOfAll`
+    /// as the add began.
+    mutating func endAdmission(generation: UInt64, joined: Bool = false, cancellationsAtBegin: UInt64 = 0) -> EndOfAdmission {
         if !joined, let barrier = pendingBarriers.first(where: { $0.generation > generation })?.barrier {
             return .joinBarrier(barrier)
         }
-        return .ended(openGates: closeAdmission(generation: generation))
+        return .ended(openGates: closeAdmission(generation: generation), cancelOperations: cancellationsOfAll != cancellationsAtBegin)
     }
 
     private mutating func closeAdmission(generation: UInt64) -> [AsyncOperation] {

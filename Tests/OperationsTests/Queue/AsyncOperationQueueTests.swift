@@ -818,6 +818,50 @@ import TestSupport
         answer.drop()
     }
 
+    // Found by a race audit: an operation whose add was in flight (its condition's
+    // `dependency(for:)` running) was in neither list `cancelAllOperations()` reads, and ran;
+    // a group cancelled meanwhile thus ran a child it had admitted.
+    @Test(arguments: [false, true])
+    func cancelAllOperations_cancelsTheOperationsOfAnAddInFlight(throughAGroup: Bool) {
+        // Given an operation being added on another thread, its add held in flight by its
+        // condition's dependency(for:), to a queue (or a running group)
+        let entered = Signal()
+        let mayGoOn = Signal()
+        let executed = Flag()
+        let late = AsyncBlockOperation { executed.raise() }
+        late.addCondition(StubCondition(name: "HoldsTheAdd", dependency: { _ in
+            entered.signal()
+            _ = mayGoOn.wait(timeout: generousTimeout)
+            return nil
+        }) { _, completion in completion(.satisfied) })
+        let held = HeldOperations()
+        let group = GroupOperation(operations: [held.make("first child")])
+        let queue = AsyncOperationQueue()
+        if throughAGroup {
+            queue.addOperation(group)
+            #expect(held.waitUntilStarted("first child"))
+            Thread.detachNewThread { group.addChild(late) }
+        } else {
+            Thread.detachNewThread { queue.addOperation(late) }
+        }
+        #expect(entered.wait(timeout: generousTimeout))
+
+        // When every operation of the queue is cancelled (the group is cancelled) meanwhile
+        if throughAGroup {
+            group.cancel()
+        } else {
+            queue.cancelAllOperations()
+        }
+        mayGoOn.signal()
+
+        // Then the operation being added finishes cancelled, without executing
+        #expect(waitUntilFinished([late]))
+        #expect(late.isCancelled && !executed.isRaised)
+        if throughAGroup {
+            #expect(waitUntilFinished([group]))
+        }
+    }
+
     @Test func cancelAllOperationsOnASuspendedQueue_finishesEverythingWithoutExecuting() {
         // Given a suspended queue holding an operation waiting for a condition, one waiting for it,
         // and one handed to Foundation

@@ -22,6 +22,31 @@ import Testing
         #expect(scheduler.held.isEmpty && scheduler.held.tableSize == 0, "the unused room is given back when the add ends")
     }
 
+    /// `cancelAllOperations()` during an add: the add cancels its own operations as it ends;
+    /// one that began after the cancellation does not.
+    @Test func anAddInFlightAcrossACancellationOfAll_cancelsItsOperations_andOneBegunAfterDoesNot() {
+        var scheduler = QueueScheduler()
+        let before = scheduler.cancellationsOfAll
+        guard case let .admit(generation, _) = scheduler.beginAdmission(counting: 1) else {
+            Issue.record("expected the add to begin")
+            return
+        }
+        scheduler.cancellingAll()
+        let after = scheduler.cancellationsOfAll
+        guard case let .admit(laterGeneration, _) = scheduler.beginAdmission(counting: 1) else {
+            Issue.record("expected the later add to begin")
+            return
+        }
+
+        guard case let .ended(_, cancelsFirst) = scheduler.endAdmission(generation: generation, cancellationsAtBegin: before),
+              case let .ended(_, cancelsLater) = scheduler.endAdmission(generation: laterGeneration, cancellationsAtBegin: after) else {
+            Issue.record("expected both adds to end")
+            return
+        }
+        #expect(cancelsFirst)
+        #expect(!cancelsLater)
+    }
+
     /// An add that joins one in flight (a condition's dependency, added as its operation is) is
     /// part of it: a barrier placed since waits for both, and its gate opens once both ended.
     @Test func addJoiningOneInFlight_isWaitedForByABarrierPlacedSince_andKeepsItsGateClosed() {
@@ -42,7 +67,7 @@ import Testing
                 Issue.record("expected the barrier to wait for the operations of \(end)")
                 return
             }
-            guard case let .ended(gates) = scheduler.endAdmission(generation: generation, joined: true) else {
+            guard case let .ended(gates, _) = scheduler.endAdmission(generation: generation, joined: true) else {
                 Issue.record("expected \(end) to end")
                 return
             }
