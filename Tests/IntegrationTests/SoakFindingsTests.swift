@@ -122,7 +122,7 @@ struct SoakFindingsTests {
     // never run" them. API.md semantics 7 ("Children may be added while the group runs").
     //
     // Cause (Sources/Operations/Composition/GroupOperation.swift): a group whose condition failed
-    // holds its finish back until its children drain (`holdsFinishWithoutExecuting`: the state
+    // holds its finish back until its children drain (`holdsFinish`: the state
     // machine moves to `.draining`, then `queue.cancelAllOperations()` and
     // `queue.isSuspended = false`). `.draining` is not `isDone`, so `addChildren` still admits a
     // child into the children's queue; `childWasAdmitted` cancels it only `if isCancelled`, which

@@ -72,6 +72,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     }
 
     private func prepare(_ operations: [Foundation.Operation]) {
+        lifecycle.offerHoldAfterExecution() // a finish by hand waits for the children too
         queue.name = "GroupOperation children"
         queue.isSuspended = true
         queue.attach(to: self)
@@ -241,10 +242,11 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         }
     }
 
-    /// Cancelled before it executed, or stopped by a failed condition: the children will never
-    /// run, but the group still finishes only after they have (cancelled), with their errors.
-    override func holdsFinishWithoutExecuting() -> Bool {
-        switch children.withLock({ $0.holdFinishWithoutExecuting() }) {
+    /// Cancelled before it executed, stopped by a failed condition, or finished by hand while
+    /// children are left: the children will not run (on), but the group still finishes only
+    /// after they have (cancelled), with their errors.
+    override func holdsFinish() -> Bool {
+        switch children.withLock({ $0.holdFinish() }) {
         case .doNotHold:
             return false
         case let .drainChildren(admittedBefore):

@@ -2,8 +2,9 @@
 /// are admitted and unfinished, their errors, and when the group may finish.
 ///
 /// A group finishes only once every child it admitted has finished: after executing, when the
-/// last child finishes; without executing (cancelled, or a condition failed), by holding its
-/// finish back until its cancelled children have drained.
+/// last child finishes; without executing (cancelled, or a condition failed), or finished by hand
+/// (`finish(with:)`) while children are left, by holding its finish back until its cancelled
+/// children have drained.
 ///
 /// `Child` is what identifies a child (`Foundation.Operation` in a group; anything in a test).
 /// The children admitted while the group waits are kept until it executes: if it never does, they
@@ -98,9 +99,9 @@ struct GroupStateMachine<Child> {
         return ExecutionStart(action: settle(), released: takeChildrenBeforeExecution())
     }
 
-    /// What a group about to finish without executing does with its finish.
+    /// What a group about to finish does with its finish.
     enum HoldAction {
-        /// Nothing to hold (it executed after all): finish as usual.
+        /// Nothing to hold (its children have all finished): finish as usual.
         case doNotHold
         /// Hold the finish back, cancel the children (`cancel`, and whatever the queue holds)
         /// and let them drain: `childFinished` delivers it once the last one has finished.
@@ -110,16 +111,25 @@ struct GroupStateMachine<Child> {
         case deliverHeldFinish(childErrors: [any Error], released: [Child])
     }
 
-    /// The group is about to finish without executing (cancelled, or a condition failed). It
-    /// finishes only after its children, and with their errors, as a group that ran does.
-    mutating func holdFinishWithoutExecuting() -> HoldAction {
-        guard phase == .waiting else { return .doNotHold }
-        guard unfinishedChildren == 0 else {
+    /// The group is about to finish other than by its last child's finish: without executing
+    /// (cancelled, or a condition failed), or by hand (`finish(with:)`, in a subclass's
+    /// `execute()` before its children started, or while they run). It finishes only after its
+    /// children, and with their errors, as a group that ran does.
+    mutating func holdFinish() -> HoldAction {
+        switch phase {
+        case .waiting:
+            guard unfinishedChildren == 0 else {
+                phase = .draining
+                return .drainChildren(cancel: takeChildrenBeforeExecution())
+            }
+            phase = .drained
+            return .deliverHeldFinish(childErrors: childErrors, released: takeChildrenBeforeExecution())
+        case .executing where unfinishedChildren > 0:
             phase = .draining
-            return .drainChildren(cancel: takeChildrenBeforeExecution())
+            return .drainChildren(cancel: [])
+        case .executing, .draining, .drained, .done:
+            return .doNotHold // its last child finished (the group's own finish), or held already
         }
-        phase = .drained
-        return .deliverHeldFinish(childErrors: childErrors, released: takeChildrenBeforeExecution())
     }
 
     /// What a group that finished does with its children.

@@ -295,21 +295,22 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         thread.finishing.removeLast()
     }
 
-    /// Offers a subclass, once, to hold back the finish of an operation that never executed.
+    /// Offers a subclass, once, to hold back the finish of an operation that never executed (or,
+    /// if it asked, of any operation: `OperationLifecycle.offerHoldAfterExecution()`).
     private func isFinishHeldBack() -> Bool {
         // Stored first: the subclass may deliver it before returning.
         guard lifecycle.offerToHoldFinish() == .offer else { return false }
-        if holdsFinishWithoutExecuting() { return true }
+        if holdsFinish() { return true }
         guard case .none = lifecycle.takeHeldFinish() else { return false }
         return true // already delivered by the subclass after all
     }
 
-    /// Called once when the operation is about to finish without having executed. Return `true`
-    /// to hold the finish back and deliver it later with `deliverHeldFinish()`: a group uses it
-    /// to finish only after its children have.
-    func holdsFinishWithoutExecuting() -> Bool { false }
+    /// Called once when the operation is about to finish without having executed (or, if it
+    /// asked, at any finish). Return `true` to hold the finish back and deliver it later with
+    /// `deliverHeldFinish()`: a group uses it to finish only after its children have.
+    func holdsFinish() -> Bool { false }
 
-    /// Delivers a finish held back by `holdsFinishWithoutExecuting()`.
+    /// Delivers a finish held back by `holdsFinish()`.
     /// `childErrors` come first in its errors (a group's children's, as for a group that ran).
     func deliverHeldFinish(prepending childErrors: [any Error] = []) {
         perform(lifecycle.takeHeldFinish(prepending: childErrors))

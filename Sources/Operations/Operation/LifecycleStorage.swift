@@ -86,6 +86,7 @@ struct LifecycleStorage {
     func adoptLogger(_ logger: LoggingObserver, observer: any OperationObserver) -> OperationLifecycle.LoggerAttachment { locked.withLock { $0.adoptLogger(logger, observer: observer) } }
     /// For `deinit`: the dependencies, to be released one after another rather than recursively.
     func takeDependencies() -> SmallArray<Operation> { locked.withLock { $0.takeDependencies() } }
+    func offerHoldAfterExecution() { locked.withLock { $0.offerHoldAfterExecution() } }
 
     // MARK: - The block of an `AsyncBlockOperation`
 

@@ -67,18 +67,22 @@ struct OperationLifecycle {
         var waitsForNotifications = false
     }
 
-    /// Whether a finishing operation executed, and if not, where a subclass's hold on its finish
-    /// stands: only an operation that never executed is offered, once, to hold its finish back.
-    enum Execution: Equatable {
+    /// Whether a finishing operation executed, and where a subclass's hold on its finish stands:
+    /// an operation that never executed is offered, once, to hold its finish back; one that
+    /// executed is offered only if it asked (`offersHoldAfterExecution`, a group).
+    struct Execution: Equatable {
         /// `execute()` was called (or about to be).
-        case executed
-        /// Never executed, and no hold was offered yet.
-        case neverExecuted
-        /// Never executed; a subclass holds the finish back until it is ready (a group draining
-        /// its children).
-        case finishHeld
-        /// Never executed; the hold was offered and is over (declined, or the finish was taken).
-        case holdOver
+        var began: Bool
+        var hold = FinishHold.notOffered
+    }
+
+    /// Where a subclass's hold on a finish stands.
+    enum FinishHold: Equatable {
+        case notOffered
+        /// A subclass holds the finish back until it is ready (a group draining its children).
+        case held
+        /// The hold was offered and is over (declined, or the finish was taken).
+        case over
     }
 
     /// Where the operation is in its life; each case carries what is valid in it.
@@ -117,6 +121,9 @@ struct OperationLifecycle {
     /// Whether `operationDidStart` is being announced, and whether a cancel came meanwhile (next
     /// to `isCancelled`: a byte that fits where the layout has room).
     private(set) var startAnnouncement = StartAnnouncement.none
+    /// A subclass (a group) is offered to hold back any finish, also after executing, not only
+    /// that of an operation that never executed (set once, as it is made).
+    private(set) var offersHoldAfterExecution = false
     /// The queue managing the operation, from its add to an `AsyncOperationQueue` until its
     /// finish is complete. Held strongly, as Foundation's queues are kept alive by their work.
     private(set) var queue: AsyncOperationQueue?
@@ -255,7 +262,7 @@ struct OperationLifecycle {
     var executionBegan: Bool {
         switch state {
         case .executing: true
-        case let .finishing(finishing): finishing.execution == .executed
+        case let .finishing(finishing): finishing.execution.began
         default: false
         }
     }
@@ -271,12 +278,12 @@ struct OperationLifecycle {
     }
 
     var finishHoldOffered: Bool {
-        if case let .finishing(finishing) = state { return finishing.execution == .finishHeld || finishing.execution == .holdOver }
+        if case let .finishing(finishing) = state { return finishing.execution.hold != .notOffered }
         return false
     }
 
     var holdsFinish: Bool {
-        if case let .finishing(finishing) = state { return finishing.execution == .finishHeld }
+        if case let .finishing(finishing) = state { return finishing.execution.hold == .held }
         return false
     }
 
@@ -1369,8 +1376,8 @@ struct OperationLifecycle {
     enum FinishAction {
         case none
         case reportDuplicate
-        /// `mayBeHeld`: the operation never executed and has not yet been offered to hold its
-        /// finish back (`AsyncOperation.holdsFinishWithoutExecuting()`).
+        /// `mayBeHeld`: the operation never executed (or asked to be offered anyway) and has not
+        /// yet been offered to hold its finish back (`AsyncOperation.holdsFinish()`).
         case deliver(observers: [any OperationObserver], errors: [any Error], mayBeHeld: Bool)
         /// Handed to Foundation but not started: it finishes when started; its categories go back now.
         case releaseCategoriesEarly(CategoriesToRelease)
@@ -1427,7 +1434,7 @@ struct OperationLifecycle {
         let finishing = Finishing(
             placement: placement,
             standing: standing,
-            execution: executionBegan ? .executed : .neverExecuted,
+            execution: Execution(began: executionBegan),
             withdrawsFromCategories: standing.inLine && !standing.holds && !categories.isEmpty,
             waitsForNotifications: notificationsInFlight > 0
         )
@@ -1435,7 +1442,7 @@ struct OperationLifecycle {
         keepDependencyRecordsWhileAttaching()
         state = .finishing(finishing)
         if finishing.waitsForNotifications { return .none }
-        return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: mayHoldFinish(finishing.execution))
     }
 
     /// Adds the errors of a finish. Most finishes bring none, and most operations had none
@@ -1507,21 +1514,34 @@ struct OperationLifecycle {
         guard notificationsInFlight == 0, case var .finishing(finishing) = state, finishing.waitsForNotifications else { return .none }
         finishing.waitsForNotifications = false
         state = .finishing(finishing)
-        return .deliver(observers: observers, errors: errors, mayBeHeld: finishing.execution == .neverExecuted)
+        return .deliver(observers: observers, errors: errors, mayBeHeld: mayHoldFinish(finishing.execution))
     }
 
     /// Whether a subclass is offered to hold a finish back.
     enum HoldOffer: Equatable {
-        /// Ask it (`holdsFinishWithoutExecuting()`); the finish is held until `takeHeldFinish()`.
+        /// Ask it (`holdsFinish()`); the finish is held until `takeHeldFinish()`.
         case offer
         /// Deliver the finish as usual: it executed, or the offer was made before.
         case deliver
     }
 
-    /// Offers a subclass, once, to hold back the finish of an operation that never executed.
+    /// The operation asks to be offered to hold any finish back (a group, which finishes only
+    /// after its children: see `AsyncOperation.holdsFinish()`).
+    mutating func offerHoldAfterExecution() {
+        offersHoldAfterExecution = true
+    }
+
+    /// Whether a finish may still be held back: not offered yet, and the operation never
+    /// executed or asked to be offered after executing too.
+    private func mayHoldFinish(_ execution: Execution) -> Bool {
+        execution.hold == .notOffered && (!execution.began || offersHoldAfterExecution)
+    }
+
+    /// Offers a subclass, once, to hold back the finish of an operation that never executed (or
+    /// of any operation that asked: `offersHoldAfterExecution`).
     mutating func offerToHoldFinish() -> HoldOffer {
-        guard case var .finishing(finishing) = state, finishing.execution == .neverExecuted else { return .deliver }
-        finishing.execution = .finishHeld
+        guard case var .finishing(finishing) = state, mayHoldFinish(finishing.execution) else { return .deliver }
+        finishing.execution.hold = .held
         state = .finishing(finishing)
         return .offer
     }
@@ -1531,7 +1551,7 @@ struct OperationLifecycle {
     /// began. `childErrors` (a group's children's, which drained meanwhile) come first in `errors`.
     mutating func takeHeldFinish(prepending childErrors: [any Error] = []) -> FinishAction {
         guard holdsFinish else { return .none }
-        updateFinishing { $0.execution = .holdOver }
+        updateFinishing { $0.execution.hold = .over }
         if !childErrors.isEmpty {
             errors = childErrors + errors
         }

@@ -479,9 +479,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// `cancelAllOperations()` ran while these were being added: they were in neither list it
-    /// read, so the add cancels those it admitted (latest first, as it does), not those it
-    /// refused, which belong to another queue or have finished.
+    /// `cancelAllOperations()` ran while these were being added: those given straight to
+    /// Foundation were in neither list it read, so the add cancels those it admitted (latest
+    /// first, as it does; unless they started meanwhile, as with Foundation's own queue), not
+    /// those it refused, which belong to another queue or have finished. (Those held or kept
+    /// were cancelled as the queue took them.)
     private func cancelOwn(_ operations: [Operation]) {
         for operation in operations.reversed() {
             let isOwn = (operation as? AsyncOperation).map { $0.lifecycle.queue === self }
@@ -581,11 +583,15 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 categories = AsyncOperation.categories(of: conditions)
             }
             let asksTurn = categories?.isEmpty == true
-            let admission = state.withLock {
-                $0.scheduler.admitHeld(operation, reservingFor: reservingFor, askingTurnFor: asksTurn ? ticket : nil)
+            let (admission, missedCancelAll) = state.withLock {
+                ($0.scheduler.admitHeld(operation, reservingFor: reservingFor, askingTurnFor: asksTurn ? ticket : nil),
+                 $0.scheduler.cancelledAll(since: context.cancellationsAtBegin))
             }
             if case let .held(letThrough) = admission {
                 perform(letThrough) // operations waiting for a slot, added earlier, go first
+            }
+            if missedCancelAll {
+                operation.cancel() // cancelAllOperations() ran during this add, before the queue held it
             }
             operation.endAdd(of: conditions, to: self, joining: context.inFlight, turn: admission, categories: consume categories)
         }
@@ -600,10 +606,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.append(operation)
             return
         }
-        switch state.withLock({ $0.scheduler.admitReady(operation, ticket: ticket) }) {
+        let (admission, missedCancelAll) = state.withLock {
+            ($0.scheduler.admitReady(operation, ticket: ticket), $0.scheduler.cancelledAll(since: context.cancellationsAtBegin))
+        }
+        switch admission {
         case .handOff:
             batch.operations.append(operation)
         case var .kept(letThrough):
+            if missedCancelAll {
+                operation.cancel() // cancelAllOperations() ran during this add, before the queue kept it
+            }
             if context.isLogging, let operation = operation as? AsyncOperation {
                 operation.logWaiting() // for its turn, or for a suspended queue
             }

@@ -171,9 +171,16 @@ struct QueueScheduler {
         }
     }
 
-    /// Every operation is being cancelled: adds in flight cancel theirs as they end.
+    /// Every operation is being cancelled: adds in flight cancel theirs (as each is held or kept,
+    /// or, for those given straight to Foundation, as the add ends).
     mutating func cancellingAll() {
         cancellationsOfAll &+= 1
+    }
+
+    /// Whether every operation was cancelled since `cancellationsOfAll` read `count` (as an add
+    /// began): an operation of that add, not yet held then, was missed.
+    func cancelledAll(since count: UInt64) -> Bool {
+        cancellationsOfAll != count
     }
 
     /// What ending an add asks of the queue.
@@ -193,7 +200,7 @@ struct QueueScheduler {
         if !joined, let barrier = pendingBarriers.first(where: { $0.generation > generation })?.barrier {
             return .joinBarrier(barrier)
         }
-        return .ended(openGates: closeAdmission(generation: generation), cancelOperations: cancellationsOfAll != cancellationsAtBegin)
+        return .ended(openGates: closeAdmission(generation: generation), cancelOperations: cancelledAll(since: cancellationsAtBegin))
     }
 
     private mutating func closeAdmission(generation: UInt64) -> [AsyncOperation] {

@@ -250,6 +250,52 @@ import TestSupport
         answers.drop()
         nestedAnswers.drop()
     }
+
+    // Found by a race audit: API.md 7, a group finishes only after every child. A group that
+    // finished by `finish(with:)` (a subclass that rejects its input in `execute()`, or a call
+    // from outside while its children run) was heard finished before its children were.
+    @Test(arguments: [false, true])
+    func aGroupFinishedByHand_isHeardFinishedOnlyAfterItsChildren_withTheirErrorsAndItsOwn(whileChildrenRun: Bool) {
+        // Given a group with a child, that finishes by hand: in its execute(), before starting
+        // the children, or from outside while its child runs
+        let held = HeldOperations()
+        let childName = uniqueName("child")
+        let child = held.make(childName)
+        let group: GroupOperation = whileChildrenRun ? GroupOperation(operations: [child]) : RejectingGroup(operations: [child])
+        let childFinishedFirst = Recorder<Bool>()
+        group.addObserver(OnFinish { childFinishedFirst.append(child.isFinished) })
+        let queue = AsyncOperationQueue()
+
+        // When it runs (and, while its child runs, it is finished from outside)
+        queue.addOperation(group)
+        if whileChildrenRun {
+            #expect(held.waitUntilStarted(childName))
+            group.finish(with: StubError("finished by hand"))
+        }
+
+        // Then its child was cancelled and finished before the group was heard finished, and the
+        // group has its own error
+        #expect(waitUntilFinished([group]))
+        #expect(childFinishedFirst.all == [true])
+        #expect(child.isFinished && child.isCancelled)
+        #expect(group.errors.contains { ($0 as? StubError)?.label == (whileChildrenRun ? "finished by hand" : "rejected") })
+        held.finish(childName)
+    }
+}
+
+/// A group that rejects its input in `execute()`: it finishes with an error without starting
+/// its children.
+private final class RejectingGroup: GroupOperation, @unchecked Sendable {
+    override func execute() {
+        finish(with: StubError("rejected"))
+    }
+}
+
+/// Calls `body` when the observed operation finishes.
+private struct OnFinish: OperationObserver {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    func operationDidFinish(_ operation: AsyncOperation, errors: [any Error]) { body() }
 }
 
 /// Calls `body` when the observed operation starts.

@@ -5,7 +5,8 @@ import TestSupport
 
 // Every order of events for small scopes of a group's bookkeeping, without threads: children
 // admitted and finishing (some with errors), the group executing, or finishing without executing
-// (cancelled before it started) and draining its children. The model plays `GroupOperation`'s
+// (cancelled before it started) and draining its children, or finished by hand while it executes
+// (`finish(with:)`) and draining them then. The model plays `GroupOperation`'s
 // part; the invariants are checked in every state.
 
 private struct GroupModel {
@@ -18,6 +19,9 @@ private struct GroupModel {
     var finishedChildren: [Int] = []
     var executed = false
     var cancelledBeforeStart = false
+    /// Finished by hand (`finish(with:)`) after it executed: it holds its finish until its
+    /// children drain.
+    var finishedByHand = false
     /// Children the group cancelled by name (admitted while it waited, and it never executed).
     var cancelledByName: Set<Int> = []
     /// Children admitted as never to run (the group drains already): cancelled when admitted.
@@ -53,7 +57,7 @@ private struct GroupModel {
         if case let .drainChildren(cancel) = finish {
             cancelledByName.formUnion(cancel)
         }
-        if case .drainChildren = finish, executed { violations.append("finished() misreports whether it executed") }
+        if case let .drainChildren(cancel) = finish, executed, !cancel.isEmpty { violations.append("finished() cancels children of a group that executed by name") }
         if case .none = finish, !executed { violations.append("finished() misreports whether it executed") }
     }
 
@@ -93,7 +97,7 @@ private struct GroupModel {
             events.append(ExplorationEvent("cancel before start") { model in
                 model.cancelledBeforeStart = true
                 model.unfinishedWhenStopped = Set(model.unfinished)
-                switch model.machine.holdFinishWithoutExecuting() {
+                switch model.machine.holdFinish() {
                 case .doNotHold:
                     model.deliver([])
                 case let .drainChildren(cancel):
@@ -103,11 +107,24 @@ private struct GroupModel {
                 }
             })
         }
+        if executed && open && !finishedByHand {
+            events.append(ExplorationEvent("finish by hand") { model in
+                model.finishedByHand = true
+                switch model.machine.holdFinish() {
+                case .doNotHold:
+                    model.deliver([]) // nothing left to wait for (a violation if children are)
+                case let .drainChildren(cancel):
+                    if !cancel.isEmpty { model.violations.append("a group that executed cancels \(cancel) by name") }
+                case let .deliverHeldFinish(childErrors, _):
+                    model.deliver(childErrors)
+                }
+            })
+        }
         return events
     }
 
     var key: String {
-        "\(childrenLeft)|\(unfinished)|\(finishedChildren)|\(executed)|\(cancelledBeforeStart)|\(finishDeliveries)|\(machine.phase)|\(violations.count)|\(cancelledByName.sorted())|\(cancelledOnAdmission.sorted())|\(unfinishedWhenStopped.sorted())"
+        "\(childrenLeft)|\(unfinished)|\(finishedChildren)|\(executed)|\(cancelledBeforeStart)|\(finishedByHand)|\(finishDeliveries)|\(machine.phase)|\(violations.count)|\(cancelledByName.sorted())|\(cancelledOnAdmission.sorted())|\(unfinishedWhenStopped.sorted())"
     }
 
     func checkInvariants(_ trail: [String]) {

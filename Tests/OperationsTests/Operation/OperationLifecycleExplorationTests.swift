@@ -68,6 +68,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
     var contended = false
     /// A subclass that holds back a finish without execution (as a group does) and delivers it later.
     var holdsFinish = false
+    /// ...and any finish, also after executing (as a group finished by hand while its children
+    /// run does: `offerHoldAfterExecution()`).
+    var holdsFinishAfterExecution = false
     /// A condition may call its completion handler a second time (a misbehaving condition).
     var answersTwice = false
     /// An `AsyncBlockOperation` whose block takes a continuation: executing begins the block,
@@ -116,6 +119,9 @@ struct LifecycleScope: Sendable, CustomTestStringConvertible {
                        dependency: true, finishes: 2, suspensions: 1, minimumStates: 15_000, minimumTerminals: 35),
         LifecycleScope(name: "holds its finish (a group)", conditions: [.answered], dependency: true,
                        holdsFinish: true, finishes: 2, suspensions: 1, minimumStates: 20_000, minimumTerminals: 50),
+        LifecycleScope(name: "holds any finish, also after executing (a group finished by hand)", conditions: [.answered],
+                       holdsFinish: true, holdsFinishAfterExecution: true, cancels: 2, finishes: 2, suspensions: 1,
+                       minimumStates: 20_000, minimumTerminals: 50),
         LifecycleScope(name: "started by hand while on a queue (a misuse)", handStarts: 1, suspensions: 1,
                        isMisuse: true, minimumStates: 3_000, minimumTerminals: 50),
         LifecycleScope(name: "conditions without categories or dependencies: the turn taken as it is held",
@@ -500,6 +506,9 @@ private struct Explorer {
         var world = World()
         if scope.continuationBlock {
             world.life = OperationLifecycle(block: .continuation { _ in })
+        }
+        if scope.holdsFinishAfterExecution {
+            world.life.offerHoldAfterExecution()
         }
         _ = world.life.addObserver(Listener())
         for kind in scope.conditions {
