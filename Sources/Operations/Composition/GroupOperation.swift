@@ -187,8 +187,14 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     func childWasAdmitted(_ child: Foundation.Operation, progress pending: inout ProgressDelta) {
         let admission = children.withLock { $0.childAdmitted(child) }
         if admission == .tooLate {
-            // Added just as the group finished: it still runs, but the group cannot wait for it.
-            OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
+            // Added just as the group finished: the group cannot wait for it. It still runs, unless
+            // the group was cancelled: children of a cancelled group must not run.
+            if isCancelled {
+                child.cancel()
+                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its cancelled group finished; it finishes cancelled, and the group did not wait for it")
+            } else {
+                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
+            }
             return
         }
         pending.admitted += 1

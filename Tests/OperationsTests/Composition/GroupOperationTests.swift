@@ -281,6 +281,67 @@ import TestSupport
         #expect(group.errors.contains { ($0 as? StubError)?.label == (whileChildrenRun ? "finished by hand" : "rejected") })
         held.finish(childName)
     }
+
+    // Found by a race audit: a child admitted just as its cancelled group finished (`.tooLate`)
+    // ran on the group's queue, which the drain had resumed.
+    @Test func aChildAddedAsItsCancelledGroupFinishes_finishesCancelled_withoutRunning() {
+        // Given a group waiting on a suspended queue, and an add of two children on another
+        // thread, held after the group's check while the queue reads the first one
+        let queue = AsyncOperationQueue()
+        queue.isSuspended = true
+        let group = GroupOperation()
+        queue.addOperation(group)
+        let reading = Signal()
+        let mayGoOn = Signal()
+        let first = StallingExecutingRead(reading: reading, mayGoOn: mayGoOn)
+        let ran = Flag()
+        let second = AsyncBlockOperation { ran.raise() }
+        first.arm()
+        Thread.detachNewThread { group.addChildren([first, second]) }
+        #expect(reading.wait(timeout: generousTimeout))
+
+        // When the group is cancelled and finishes (it never executed: its queue resumes to let
+        // it) before the add goes on
+        group.cancel()
+        queue.isSuspended = false
+        #expect(waitUntilFinished([group]))
+        mayGoOn.signal()
+
+        // Then the child added too late finishes cancelled, without running
+        #expect(waitUntilFinished([second]))
+        #expect(second.isCancelled && !ran.isRaised)
+    }
+}
+
+/// A plain operation whose first `isExecuting` read, once armed, signals `reading` and waits for
+/// `mayGoOn` (bounded): it holds an add at the moment the queue reads it.
+private final class StallingExecutingRead: Operation, @unchecked Sendable {
+    // @unchecked Sendable: `armed` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var armed = false
+    private let reading: Signal
+    private let mayGoOn: Signal
+
+    init(reading: Signal, mayGoOn: Signal) {
+        self.reading = reading
+        self.mayGoOn = mayGoOn
+    }
+
+    func arm() {
+        lock.withLock { armed = true }
+    }
+
+    override var isExecuting: Bool {
+        let stalls = lock.withLock { () -> Bool in
+            defer { armed = false }
+            return armed
+        }
+        if stalls {
+            reading.signal()
+            _ = mayGoOn.wait(timeout: generousTimeout)
+        }
+        return super.isExecuting
+    }
 }
 
 /// A group that rejects its input in `execute()`: it finishes with an error without starting
