@@ -33,6 +33,12 @@ import Foundation
 /// print("\(Int(group.progress.fractionCompleted * 100)) %")  // or observe it with key-value observing
 /// ```
 ///
+/// Foundation gives a progress one parent. A group made while a progress is current has its
+/// progress's parent already, so the group it is nested in counts it as one unit, done when it
+/// finishes, rather than by its children. Show the progress of the outermost group only: giving
+/// a progress bar (`addChild`) the progress of a group that is also nested in another group
+/// gives that progress two parents, which swift-corelibs-foundation stops the process for.
+///
 /// Subclasses add their children in `execute()` and then call `super.execute()`:
 ///
 /// ```swift
@@ -54,10 +60,14 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// the thread's current progress, if any, when the group is created. Cancelling it cancels
     /// the group, and cancelling the group cancels it.
     public let progress: Progress
+    /// `progress` was made while a progress was current, and so has its parent already: a group
+    /// this one is nested in counts it as one child, not as a child progress.
+    private let progressHasParent: Bool
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Foundation.Operation] = []) {
         queue = AsyncOperationQueue()
+        progressHasParent = Progress.current() != nil
         progress = Progress(totalUnitCount: 0)
         super.init()
         prepare(operations)
@@ -66,6 +76,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// Creates a group whose children run with `engine` (tests build isolated worlds so).
     init(operations: [Foundation.Operation] = [], engine: OperationsEngine) {
         queue = AsyncOperationQueue(engine: engine)
+        progressHasParent = Progress.current() != nil
         progress = Progress(totalUnitCount: 0)
         super.init()
         prepare(operations)
@@ -198,7 +209,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             return
         }
         pending.admitted += 1
-        if let childGroup = child as? GroupOperation {
+        if let childGroup = child as? GroupOperation, !childGroup.progressHasParent {
             // A child group's progress rolls up into this one as Foundation's child progress does.
             pending.childProgress.append(childGroup.progress)
         }
@@ -224,12 +235,19 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         // The group is done only once every child it counted has finished: this one was admitted
         // as it finished (`.tooLate`), never counted, and its finish counts for nothing either.
         guard !children.withLock(\.isDone) else { return }
-        if !(child is GroupOperation) { // a child group's progress rolled up by itself
+        if !Self.rollsUpByItself(child) {
             // Counted before the group hears of it: the child that turns out last then finds
             // every other child counted, and the group's completion comes after all of them.
             updateProgress(ProgressDelta(finished: 1))
         }
         perform(children.withLock { $0.childFinished(errors: kept) })
+    }
+
+    /// Whether `child` is a group whose progress is a child of this one's, which counts its
+    /// finish by itself (Foundation's child progress).
+    private static func rollsUpByItself(_ child: Foundation.Operation) -> Bool {
+        guard let childGroup = child as? GroupOperation else { return false }
+        return !childGroup.progressHasParent
     }
 
     private func perform(_ action: GroupStateMachine<Foundation.Operation>.Action) {

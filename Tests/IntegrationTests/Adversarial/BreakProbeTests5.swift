@@ -131,4 +131,38 @@ struct BreakProbeTests5 {
         let number = message[range.upperBound...].prefix { $0.isNumber || $0 == "." }
         return Double(number)
     }
+
+    // MARK: - GroupOperation.progress
+
+    // GroupOperation's `progress`: "Made with Progress(totalUnitCount:), so it becomes a child of
+    // the thread's current progress, if any, when the group is created." API.md 7: "Groups nest."
+    // (Round 5 found the nesting crashing the process: Foundation gives a progress one parent.
+    // Giving a nested group's progress to a progress bar by hand is documented as unsupported.)
+    @Test
+    func groupMadeWhileAProgressIsCurrent_nestsInAnotherGroup_withoutCrashingTheProcess() {
+        // Given a group made while a progress is current, nested in another group (in a child
+        // process: a crash must end it alone)
+        let outcome = runProbeScenarioInChildProcess(testName: "groupWhoseProgressHasAParent_nestedInAnotherGroup_runs", scenario: "madeWhileAProgressIsCurrent")
+
+        // Then the outer group runs the inner one to its end, and the process lives
+        #expect(outcome?.passed == true, "\(outcome?.description ?? "did not end within 120 s")")
+    }
+}
+
+/// Scenarios that may crash the process, each run in a child process by a probe above; skipped in
+/// every ordinary run.
+@Suite("Probe scenarios run in a child process, round 5")
+struct ProbeScenariosInAChildProcess5 {
+    @Test(.enabled(if: isProbeScenario("madeWhileAProgressIsCurrent")))
+    func groupWhoseProgressHasAParent_nestedInAnotherGroup_runs() throws {
+        let overall = Progress(totalUnitCount: 1)
+        overall.becomeCurrent(withPendingUnitCount: 1)
+        let inner = GroupOperation(operations: [AsyncBlockOperation {}]) // its progress becomes a child of `overall`
+        overall.resignCurrent()
+        let outer = GroupOperation(operations: [inner])
+        try outer.runAndWait(timeout: 30)
+        #expect(inner.isFinished && outer.isFinished)
+        #expect(outer.errors.isEmpty && inner.errors.isEmpty)
+        #expect(outer.progress.fractionCompleted == 1 && overall.fractionCompleted == 1)
+    }
 }
