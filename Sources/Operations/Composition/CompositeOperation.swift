@@ -93,17 +93,17 @@ open class CompositeOperation: GroupOperation, @unchecked Sendable {
         var keepsErrors = true
         // The composite's own cancel reaches the machine only once its observers heard it
         // (`cancellationDuringExecution`); until then the machine learns of it here, so that no
-        // handler is called once the composite is cancelled.
-        let compositeIsCancelled = isCancelled
-        switch storage.withLock({ $0.machine.childFinished(ObjectIdentifier(child), failed: failed, compositeIsCancelled: compositeIsCancelled) }) {
+        // handler is called once the composite is cancelled (or finished by hand).
+        let compositeIsStopping = childrenAreStopping
+        switch storage.withLock({ $0.machine.childFinished(ObjectIdentifier(child), failed: failed, compositeIsStopping: compositeIsStopping) }) {
         case let .record(steps):
             perform(steps)
         case let .askHandler(slot, attempt):
             let handler = storage.withLock { $0.cancellation }
             let failure = CompositeFailure(child: child, index: slot, attempt: attempt, errors: finished.errors, isCancelled: childIsCancelled)
             let answer = handler?(failure) ?? .cancel
-            let cancelledMeanwhile = isCancelled
-            let resolution = storage.withLock { $0.machine.resolve(slot: slot, with: answer, compositeIsCancelled: cancelledMeanwhile) }
+            let stoppedMeanwhile = childrenAreStopping
+            let resolution = storage.withLock { $0.machine.resolve(slot: slot, with: answer, compositeIsStopping: stoppedMeanwhile) }
             keepsErrors = resolution.keepsErrors
             perform(resolution.steps)
         }

@@ -155,10 +155,11 @@ struct CompositeStateMachine<Child: AnyObject> {
 
     /// An operation on the composite's queue finished. Operations the composite did not launch
     /// (children added with `addChild`, operations children produced) are only recorded.
-    /// `compositeIsCancelled`: the composite was cancelled already, though `cancel()` has not
-    /// reached this machine yet (its observers are hearing it): no handler is called any more.
-    mutating func childFinished(_ id: ObjectIdentifier, failed: Bool, compositeIsCancelled: Bool = false) -> FinishReaction {
-        noteCancel(compositeIsCancelled)
+    /// `compositeIsStopping`: the composite was cancelled (or finished by hand) already, though
+    /// that has not reached this machine yet (its observers are hearing the cancel): no handler is
+    /// called any more.
+    mutating func childFinished(_ id: ObjectIdentifier, failed: Bool, compositeIsStopping: Bool) -> FinishReaction {
+        noteStop(compositeIsStopping)
         guard let entry = live.removeValue(forKey: id), !entry.isTimer, phase == .running else {
             return .record(steps: [])
         }
@@ -171,9 +172,9 @@ struct CompositeStateMachine<Child: AnyObject> {
     }
 
     /// The cancellation handler answered `resolution` for the child in `slot`;
-    /// `compositeIsCancelled` as for `childFinished`.
-    mutating func resolve(slot: Int, with resolution: CompositeResolution, compositeIsCancelled: Bool = false) -> Resolution {
-        noteCancel(compositeIsCancelled)
+    /// `compositeIsStopping` as for `childFinished`.
+    mutating func resolve(slot: Int, with resolution: CompositeResolution, compositeIsStopping: Bool) -> Resolution {
+        noteStop(compositeIsStopping)
         guard phase == .running, slots.indices.contains(slot), slots[slot].state == .resolving else {
             // Cancelled while the handler decided: the answer no longer matters.
             return Resolution(keepsErrors: true, steps: [])
@@ -205,10 +206,10 @@ struct CompositeStateMachine<Child: AnyObject> {
         return live.values.map(\.child)
     }
 
-    /// A cancel of the composite seen before `cancel()` reached the machine stops it as that
-    /// will (the live operations are cancelled then).
-    private mutating func noteCancel(_ compositeIsCancelled: Bool) {
-        if compositeIsCancelled, phase == .idle || phase == .running {
+    /// A cancel (or a finish by hand) of the composite seen before `cancel()` reached the
+    /// machine stops it as that will (the live operations are cancelled then).
+    private mutating func noteStop(_ compositeIsStopping: Bool) {
+        if compositeIsStopping, phase == .idle || phase == .running {
             phase = .cancelled
         }
     }

@@ -16,7 +16,9 @@ import Foundation
 /// ```
 ///
 /// The group's `errors` hold every child's errors, then its own. Cancelling the group cancels its
-/// children; it still finishes only once they have. A child that needs a mutually exclusive
+/// children; it still finishes only once they have. So does a group finished by hand
+/// (`finish(with:)`) while children are left: they are cancelled, and the group is heard finished
+/// once they have, with their errors before its own. A child that needs a mutually exclusive
 /// category its enclosing group holds could never run, so it fails at once with
 /// `AsyncOperationError.categoryHeldByEnclosingGroup`.
 ///
@@ -33,7 +35,7 @@ import Foundation
 /// print("\(Int(group.progress.fractionCompleted * 100)) %")  // or observe it with key-value observing
 /// ```
 ///
-/// Foundation gives a progress one parent. A group made while a progress is current has its
+/// Foundation gives a progress one parent. A group made while a progress is current may have its
 /// progress's parent already, so the group it is nested in counts it as one unit, done when it
 /// finishes, rather than by its children. Show the progress of the outermost group only: giving
 /// a progress bar (`addChild`) the progress of a group that is also nested in another group
@@ -60,8 +62,9 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// the thread's current progress, if any, when the group is created. Cancelling it cancels
     /// the group, and cancelling the group cancels it.
     public let progress: Progress
-    /// `progress` was made while a progress was current, and so has its parent already: a group
-    /// this one is nested in counts it as one child, not as a child progress.
+    /// `progress` was made while a progress was current, and so may have its parent already
+    /// (Foundation gives the current one only the next progress made): a group this one is
+    /// nested in counts it as one child, not as a child progress.
     private let progressHasParent: Bool
 
     /// Creates a group with `operations` as its first children.
@@ -197,12 +200,13 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// or watched).
     func childWasAdmitted(_ child: Foundation.Operation, progress pending: inout ProgressDelta) {
         let admission = children.withLock { $0.childAdmitted(child) }
-        if admission == .tooLate {
+        if admission == .tooLate || admission == .tooLateNeverToRun {
             // Added just as the group finished: the group cannot wait for it. It still runs, unless
-            // the group was cancelled: children of a cancelled group must not run.
-            if isCancelled {
+            // the group stopped its children (cancelled, or finished otherwise than by its last
+            // child): they must not run.
+            if admission == .tooLateNeverToRun || isCancelled {
                 child.cancel()
-                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its cancelled group finished; it finishes cancelled, and the group did not wait for it")
+                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished, having stopped its children; it finishes cancelled, and the group did not wait for it")
             } else {
                 OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
             }
@@ -279,7 +283,16 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
         case let .deliverHeldFinish(childErrors, _):
             deliverHeldFinish(prepending: childErrors)
             return true
+        case .interruptChildren:
+            cancellationDuringExecution() // as a cancel does: a composite or a retry stops too
+            return true
         }
+    }
+
+    /// Whether its children are being stopped: it is cancelled, or finishing other than by its
+    /// last child's finish. A composite or a retry starts nothing more then.
+    var childrenAreStopping: Bool {
+        isCancelled || children.withLock(\.stopsChildren)
     }
 
     override func cancellationDuringExecution() {

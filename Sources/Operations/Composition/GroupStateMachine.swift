@@ -16,7 +16,8 @@ struct GroupStateMachine<Child> {
         case waiting
         /// Executing: finishes when no child is left.
         case executing
-        /// Finishing without having executed, its finish held back until no child is left.
+        /// Finishing other than by its last child's finish (without having executed, or by hand),
+        /// its finish held back until no child is left.
         case draining
         /// Drained: its held finish is being delivered. No child may join any more.
         case drained
@@ -45,6 +46,10 @@ struct GroupStateMachine<Child> {
 
     /// No child may join any more.
     var isDone: Bool { phase == .done || phase == .drained }
+    /// It finishes other than by its last child's finish (cancelled before it executed, a
+    /// condition failed, or finished by hand): its children are being stopped, a composite or a
+    /// retry starts no more, and a child that joins late must not run.
+    private(set) var stopsChildren = false
 
     /// Children admitted that have finished.
     var finishedChildren: Int { admittedChildren - unfinishedChildren }
@@ -53,16 +58,18 @@ struct GroupStateMachine<Child> {
     enum Admission: Equatable {
         /// Counted: the group waits for it.
         case counted
-        /// Counted, but the group is draining without having executed (cancelled, or a condition
-        /// failed): its children never run, so this one must be cancelled too.
+        /// Counted, but the group is draining (cancelled before it executed, a condition failed,
+        /// or finished by hand): its children are stopped, so this one must be cancelled too.
         case countedNeverToRun
         /// The group is done (the child was added as it finished): it cannot wait for it.
         case tooLate
+        /// As `tooLate`, and the group stopped its children: this one must not run either.
+        case tooLateNeverToRun
     }
 
     /// A child joins.
     mutating func childAdmitted(_ child: Child) -> Admission {
-        guard !isDone else { return .tooLate }
+        guard !isDone else { return stopsChildren ? .tooLateNeverToRun : .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
         switch phase {
@@ -106,6 +113,10 @@ struct GroupStateMachine<Child> {
         /// Hold the finish back, cancel the children (`cancel`, and whatever the queue holds)
         /// and let them drain: `childFinished` delivers it once the last one has finished.
         case drainChildren(cancel: [Child])
+        /// Finished by hand while it executes: hold the finish back and interrupt the children
+        /// as a cancel would (a composite or a retry stops too); `childFinished` delivers it once
+        /// the last one has finished.
+        case interruptChildren
         /// No child is left: deliver the held finish now, with the children's errors first;
         /// `released` are dropped after unlocking.
         case deliverHeldFinish(childErrors: [any Error], released: [Child])
@@ -118,6 +129,7 @@ struct GroupStateMachine<Child> {
     mutating func holdFinish() -> HoldAction {
         switch phase {
         case .waiting:
+            stopsChildren = true
             guard unfinishedChildren == 0 else {
                 phase = .draining
                 return .drainChildren(cancel: takeChildrenBeforeExecution())
@@ -125,8 +137,9 @@ struct GroupStateMachine<Child> {
             phase = .drained
             return .deliverHeldFinish(childErrors: childErrors, released: takeChildrenBeforeExecution())
         case .executing where unfinishedChildren > 0:
+            stopsChildren = true
             phase = .draining
-            return .drainChildren(cancel: [])
+            return .interruptChildren
         case .executing, .draining, .drained, .done:
             return .doNotHold // its last child finished (the group's own finish), or held already
         }
@@ -136,8 +149,8 @@ struct GroupStateMachine<Child> {
     enum Finish {
         /// Nothing: it executed, and they have finished.
         case none
-        /// It never executed: cancel its children (`cancel`, and whatever its queue holds) and
-        /// let its queue drain them.
+        /// It stopped its children (it never executed, or was finished by hand): cancel them
+        /// (`cancel`, and whatever its queue holds) and let its queue drain them.
         case drainChildren(cancel: [Child])
     }
 
@@ -146,6 +159,7 @@ struct GroupStateMachine<Child> {
         defer { phase = .done }
         switch phase {
         case .waiting, .draining, .drained:
+            stopsChildren = true
             return .drainChildren(cancel: takeChildrenBeforeExecution())
         case .executing, .done:
             return .none

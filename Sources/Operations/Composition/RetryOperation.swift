@@ -123,7 +123,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
         guard !errors.isEmpty else { return false }
         let (attemptCount, shouldRetry) = state.withLock { ($0.attemptCount, $0.shouldRetry) }
         let retryable = Self.everyError(of: errors, isRetryableBy: shouldRetry)
-        guard retryable, attemptCount < maxAttempts, !isCancelled else { return false }
+        guard retryable, attemptCount < maxAttempts, !childrenAreStopping else { return false }
         let delay = backoff.delay(beforeAttempt: attemptCount + 1)
         guard delay > 0 else {
             return startAttempt()
@@ -138,7 +138,7 @@ public final class RetryOperation<Attempt: AsyncOperation>: GroupOperation, @unc
 
     /// Makes the next attempt and adds it; `false` if there is none (cancelled, or finished).
     private func startAttempt() -> Bool {
-        guard !isCancelled, let attempt = makeNextAttempt() else { return false }
+        guard !childrenAreStopping, let attempt = makeNextAttempt() else { return false }
         admitChildren([attempt]) // cancelled at once if the retry operation was cancelled meanwhile
         return true
     }

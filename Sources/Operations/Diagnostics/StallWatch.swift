@@ -72,8 +72,10 @@ final class StallWatch: Sendable {
         // The holders of the categories its operations wait for, by identity, on any queue.
         let holders = operations.map { (($0 as? AsyncOperation)?.holdersOfAwaitedCategories() ?? []) }
         let executingHolders = holders.joined().filter { $0.holder.isExecuting }.map(\.holder)
-        let now = DispatchTime.now()
         let stalled = record.seen.withLock { table -> [(Operation, String)] in
+            // Read under the lock: two watches may share the record for a moment (the threshold
+            // set again while a look of the old one runs), and times must not go back.
+            let now = DispatchTime.now()
             let firstSeen = Since(time: now, isLowerBound: !table.hasLooked)
             var next: [ObjectIdentifier: Seen] = [:]
             var stalled: [(Operation, String)] = []

@@ -269,19 +269,26 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         case .reportDuplicate:
             reportIgnoredFinish(.framework, dropping: [])
         case let .deliver(observers, errors, mayBeHeld):
-            if mayBeHeld, isFinishHeldBack() { return }
-            guard !observers.isEmpty else {
-                completeFinish()
-                return
-            }
-            deliveringFinish {
-                for observer in observers {
-                    observer.operationDidFinish(self, errors: errors)
-                }
-                completeFinish()
+            if mayBeHeld {
+                deliverUnlessHeldBack(observers: observers, errors: errors)
+            } else {
+                deliverFinish(observers: observers, errors: errors)
             }
         case let .releaseCategoriesEarly(categories):
             releaseCategories(categories, to: engine.exclusivity)
+        }
+    }
+
+    private func deliverFinish(observers: [any OperationObserver], errors: [any Error]) {
+        guard !observers.isEmpty else {
+            completeFinish()
+            return
+        }
+        deliveringFinish {
+            for observer in observers {
+                observer.operationDidFinish(self, errors: errors)
+            }
+            completeFinish()
         }
     }
 
@@ -296,13 +303,16 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// Offers a subclass, once, to hold back the finish of an operation that never executed (or,
-    /// if it asked, of any operation: `OperationLifecycle.offerHoldAfterExecution()`).
-    private func isFinishHeldBack() -> Bool {
+    /// if it asked, of any operation: `OperationLifecycle.offerHoldAfterExecution()`), and
+    /// delivers the finish unless it holds it. What is delivered is read as the hold ends: a
+    /// group's children may have added their errors meanwhile.
+    private func deliverUnlessHeldBack(observers: [any OperationObserver], errors: [any Error]) {
         // Stored first: the subclass may deliver it before returning.
-        guard lifecycle.offerToHoldFinish() == .offer else { return false }
-        if holdsFinish() { return true }
-        guard case .none = lifecycle.takeHeldFinish() else { return false }
-        return true // already delivered by the subclass after all
+        guard lifecycle.offerToHoldFinish() == .offer else {
+            return deliverFinish(observers: observers, errors: errors)
+        }
+        if holdsFinish() { return }
+        perform(lifecycle.takeHeldFinish()) // `.none` if the subclass delivered it after all
     }
 
     /// Called once when the operation is about to finish without having executed (or, if it

@@ -1409,13 +1409,24 @@ struct OperationLifecycle {
 
     /// A group's children have all finished, with `childErrors`: it finishes, their errors
     /// before its own (those of a cancel while they ran, say), as a held finish has them
-    /// (`takeHeldFinish(prepending:)`).
+    /// (`takeHeldFinish(prepending:)`). This is the group's own finish: it is not offered to be
+    /// held back. A finish by hand that began meanwhile and has not been offered yet (it is
+    /// about to be, and will be declined: the children are done) takes their errors first.
     mutating func finish(afterChildren childErrors: [any Error]) -> FinishAction {
+        if case let .finishing(finishing) = state, finishing.execution.hold == .notOffered {
+            errors = childErrors + errors
+            return .none
+        }
+        let action: FinishAction
         if !hasBegunFinishing, !errors.isEmpty, !childErrors.isEmpty {
             errors = childErrors + errors
-            return finish(errors: [])
+            action = finish(errors: [])
+        } else {
+            action = finish(errors: childErrors)
         }
-        return finish(errors: childErrors)
+        updateFinishing { $0.execution.hold = .over }
+        guard case let .deliver(observers, errors, _) = action else { return action }
+        return .deliver(observers: observers, errors: errors, mayBeHeld: false)
     }
 
     /// Finishes with a value (a `ResultOperation`): the value is kept only if this finish is

@@ -31,7 +31,8 @@ extension AsyncOperationQueue {
     /// them executes). Cancellation is cooperative for a running operation: one that ignores it
     /// keeps this call waiting; give it a `TimeoutObserver`.
     ///
-    /// Nothing blocks a thread while it waits: this call suspends, and the queue is watched
+    /// Nothing blocks a thread while it waits (the waiting operations are cancelled on the calling
+    /// thread as it begins, which runs their observers there): this call suspends, and the queue is watched
     /// through the operations' own finish events. **Cancelling the calling task** ends the grace
     /// period at once: every operation still running is cancelled, and the call still returns
     /// only once all of them have finished (so a service that is told to stop now still leaves

@@ -237,10 +237,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     public var stallReportThreshold: TimeInterval? {
         get { stallWatch.withLock { $0?.threshold } }
         set {
+            guard let newValue else {
+                stallWatch.exchange(with: nil)?.stop()
+                return
+            }
             // Set again while it watches, the new watch goes on from what the old one saw.
             let record = stallWatch.withLock { $0?.record } ?? StallWatch.Record()
-            let watch = newValue.map { StallWatch(queue: self, threshold: $0, record: record) }
-            stallWatch.exchange(with: watch)?.stop()
+            stallWatch.exchange(with: StallWatch(queue: self, threshold: newValue, record: record))?.stop()
         }
     }
 
@@ -488,7 +491,17 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         for operation in operations.reversed() {
             let isOwn = (operation as? AsyncOperation).map { $0.lifecycle.queue === self }
                 ?? (PlainOperationRegistry.queue(of: operation) === mention)
-            if isOwn { operation.cancel() }
+            if isOwn { Self.cancelIfWaiting(operation) }
+        }
+    }
+
+    /// Cancels `operation` unless it executes already (or finished): an `AsyncOperation` decides
+    /// that in one step with the cancellation; a plain one as far as Foundation says.
+    private static func cancelIfWaiting(_ operation: Operation) {
+        if let operation = operation as? AsyncOperation {
+            operation.cancelIfWaiting(with: nil)
+        } else if !operation.isExecuting, !operation.isFinished {
+            operation.cancel()
         }
     }
 
@@ -591,7 +604,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 perform(letThrough) // operations waiting for a slot, added earlier, go first
             }
             if missedCancelAll {
-                operation.cancel() // cancelAllOperations() ran during this add, before the queue held it
+                operation.cancelIfWaiting(with: nil) // cancelAllOperations() ran during this add, before the queue held it
             }
             operation.endAdd(of: conditions, to: self, joining: context.inFlight, turn: admission, categories: consume categories)
         }
@@ -614,7 +627,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.append(operation)
         case var .kept(letThrough):
             if missedCancelAll {
-                operation.cancel() // cancelAllOperations() ran during this add, before the queue kept it
+                Self.cancelIfWaiting(operation) // cancelAllOperations() ran during this add, before the queue kept it
             }
             if context.isLogging, let operation = operation as? AsyncOperation {
                 operation.logWaiting() // for its turn, or for a suspended queue
@@ -1014,7 +1027,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// Cancels every operation on the queue, including those still waiting. Operations waiting
     /// for dependencies, conditions or categories finish at once, without executing. One that
     /// waits for nothing but its turn (a suspended queue, or a serial queue's line) finishes
-    /// without executing when the queue gets to it, as on Foundation's own queue.
+    /// without executing when the queue gets to it, as on Foundation's own queue. An operation
+    /// whose add is under way on another thread is cancelled as the queue takes it (unless it
+    /// goes straight to Foundation and starts first, as on Foundation's own queue).
     open override func cancelAllOperations() {
         state.withLock { $0.scheduler.cancellingAll() } // adds in flight cancel theirs as they end
         // Latest first, so no dependent is released to run by the cancellation of what it waits for.

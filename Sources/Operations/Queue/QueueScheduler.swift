@@ -196,7 +196,7 @@ struct QueueScheduler {
     /// An add ends (its operations are held or with Foundation). In the common case (no
     /// barrier placed meanwhile) this is one step. `cancellationsAtBegin`: `cancellationsOfAll`
     /// as the add began.
-    mutating func endAdmission(generation: UInt64, joined: Bool = false, cancellationsAtBegin: UInt64 = 0) -> EndOfAdmission {
+    mutating func endAdmission(generation: UInt64, joined: Bool = false, cancellationsAtBegin: UInt64) -> EndOfAdmission {
         if !joined, let barrier = pendingBarriers.first(where: { $0.generation > generation })?.barrier {
             return .joinBarrier(barrier)
         }

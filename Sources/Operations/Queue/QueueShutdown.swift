@@ -9,6 +9,8 @@ import Foundation
 /// `async` caller's continuation, or a semaphore). Only two short waits block a Dispatch thread
 /// (never a caller's, never a cooperative one): for adds in flight when the shut-down began,
 /// which take microseconds, and for the queue to let go of operations that have all finished.
+/// The one step on the caller's thread is the cancellation of the operations waiting as it
+/// begins (their observers, and the finishes of those that finish at once, run there).
 // @unchecked Sendable: `machine`, `completions` and `queue` are reached only under `lock`.
 final class QueueShutdown: @unchecked Sendable {
     private struct Storage {

@@ -1,8 +1,9 @@
 /// The rules of an `AsyncOperationQueue`'s shut-down, without threads or side effects.
 ///
 /// A shut-down goes through four states. While adds that began before it are still being
-/// admitted, it waits for them (`admitting`). Then it knows every operation the queue will ever
-/// run: it listens for each one's finish and cancels those that still wait (`draining`); once the
+/// admitted, it waits for them (`admitting`; the operations waiting when it began were cancelled
+/// by then). Then it knows every operation the queue will ever run: it listens for each one's
+/// finish and cancels those that still wait (`draining`); once the
 /// grace period is over (or the caller stopped waiting for it), it cancels the running ones too,
 /// once, and never while the first sweep still runs, so no operation is cancelled twice.
 /// When every operation has finished it waits for the queue to let go of them (`leaving`), and

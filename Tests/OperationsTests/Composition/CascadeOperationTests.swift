@@ -441,4 +441,35 @@ private func run(_ operation: Foundation.Operation) {
         cascade = nil
         #expect(probe.isReleased())
     }
+
+    // Found in review: a composite finished by hand while a child ran drained its children, but
+    // its machine went on: each cancelled child reached the cancellation handler, and a handler
+    // that always reruns launched attempt after attempt, so the composite never finished.
+    @Test func aCascadeFinishedByHandWhileAChildRuns_callsNoHandler_andFinishesAfterTheChild() {
+        // Given a cascade whose running child runs until told, with handlers that would rerun
+        let held = HeldOperations()
+        let childName = uniqueName("child")
+        let handlerCalls = Counter()
+        let completionCalls = Counter()
+        let cascade = CascadeOperation { children in
+            children.add { held.make(childName) }
+        } completion: {
+            completionCalls.increment()
+        } cancellation: { _ in
+            handlerCalls.increment()
+            return .rerun
+        }
+        let queue = AsyncOperationQueue()
+        queue.addOperation(cascade)
+        #expect(held.waitUntilStarted(childName))
+
+        // When it is finished by hand
+        cascade.finish(with: StubError("finished by hand"))
+
+        // Then its child is cancelled, neither handler is called, and it finishes after the child
+        #expect(waitUntilFinished([cascade], timeout: 20))
+        #expect(handlerCalls.current == 0 && completionCalls.current == 0)
+        #expect(cascade.errors.contains { ($0 as? StubError)?.label == "finished by hand" })
+        held.finish(childName)
+    }
 }

@@ -15,9 +15,9 @@ import Testing
 
         let start = machine.start()
         let firstAccepted = machine.launched(first, slot: 0, attempt: 1)
-        let afterFirst = machine.childFinished(Self.id(first), failed: false)
+        let afterFirst = machine.childFinished(Self.id(first), failed: false, compositeIsStopping: false)
         let secondAccepted = machine.launched(second, slot: 1, attempt: 1)
-        let afterSecond = machine.childFinished(Self.id(second), failed: false)
+        let afterSecond = machine.childFinished(Self.id(second), failed: false, compositeIsStopping: false)
 
         #expect(start == [.launch(slot: 0, attempt: 1)])
         #expect(firstAccepted == .add && secondAccepted == .add)
@@ -32,10 +32,10 @@ import Testing
 
         let start = machine.start()
         let accepted = children.enumerated().map { machine.launched($1, slot: $0, attempt: 1) }
-        let afterLast = machine.childFinished(Self.id(children[2]), failed: false)
-        let afterFailure = machine.childFinished(Self.id(children[0]), failed: true)
-        let carriedOn = machine.resolve(slot: 0, with: .carryOn)
-        let afterMiddle = machine.childFinished(Self.id(children[1]), failed: false)
+        let afterLast = machine.childFinished(Self.id(children[2]), failed: false, compositeIsStopping: false)
+        let afterFailure = machine.childFinished(Self.id(children[0]), failed: true, compositeIsStopping: false)
+        let carriedOn = machine.resolve(slot: 0, with: .carryOn, compositeIsStopping: false)
+        let afterMiddle = machine.childFinished(Self.id(children[1]), failed: false, compositeIsStopping: false)
 
         #expect(start == (0..<3).map { .launch(slot: $0, attempt: 1) })
         #expect(accepted == [.add, .add, .add])
@@ -51,7 +51,7 @@ import Testing
         _ = machine.start()
         _ = machine.launched(child, slot: 0, attempt: 1)
 
-        let afterFailure = machine.childFinished(Self.id(child), failed: true, compositeIsCancelled: true)
+        let afterFailure = machine.childFinished(Self.id(child), failed: true, compositeIsStopping: true)
         let live = machine.cancel() // cancel() arrives once the composite's observers heard it
 
         #expect(afterFailure == .record(steps: []))
@@ -65,10 +65,10 @@ import Testing
         _ = machine.start()
         _ = machine.launched(first, slot: 0, attempt: 1)
         _ = machine.launched(second, slot: 1, attempt: 1)
-        _ = machine.childFinished(Self.id(second), failed: false)
-        let asked = machine.childFinished(Self.id(first), failed: true)
+        _ = machine.childFinished(Self.id(second), failed: false, compositeIsStopping: false)
+        let asked = machine.childFinished(Self.id(first), failed: true, compositeIsStopping: false)
 
-        let resolution = machine.resolve(slot: 0, with: .carryOn, compositeIsCancelled: true)
+        let resolution = machine.resolve(slot: 0, with: .carryOn, compositeIsStopping: true)
 
         #expect(asked == .askHandler(slot: 0, attempt: 1))
         #expect(resolution.steps.isEmpty) // no `.complete`: the completion handler is not called
@@ -86,9 +86,9 @@ import Testing
         let child = Child()
         _ = machine.start()
         _ = machine.launched(child, slot: 0, attempt: 1)
-        _ = machine.childFinished(Self.id(child), failed: true)
+        _ = machine.childFinished(Self.id(child), failed: true, compositeIsStopping: false)
 
-        let rerun = machine.resolve(slot: 0, with: .rerun)
+        let rerun = machine.resolve(slot: 0, with: .rerun, compositeIsStopping: false)
         let staleAccepted = machine.launched(Child(), slot: 0, attempt: 1)
         let freshAccepted = machine.launched(Child(), slot: 0, attempt: 2)
 
@@ -102,9 +102,9 @@ import Testing
         let (child, timer) = (Child(), Child())
         _ = machine.start()
         _ = machine.launched(child, slot: 0, attempt: 1)
-        _ = machine.childFinished(Self.id(child), failed: true)
+        _ = machine.childFinished(Self.id(child), failed: true, compositeIsStopping: false)
 
-        let rerun = machine.resolve(slot: 0, with: .rerun(after: 2))
+        let rerun = machine.resolve(slot: 0, with: .rerun(after: 2), compositeIsStopping: false)
         let timerAccepted = machine.timerCreated(timer, slot: 0)
         let cancelled = machine.cancel().map(Self.id)
         let launchesAfterCancel = machine.delayElapsed(slot: 0, attempt: 2)
@@ -120,8 +120,8 @@ import Testing
         let child = Child()
         _ = machine.start()
         _ = machine.launched(child, slot: 0, attempt: 1)
-        _ = machine.childFinished(Self.id(child), failed: true)
-        _ = machine.resolve(slot: 0, with: .rerun(after: 2))
+        _ = machine.childFinished(Self.id(child), failed: true, compositeIsStopping: false)
+        _ = machine.resolve(slot: 0, with: .rerun(after: 2), compositeIsStopping: false)
 
         let launches = machine.delayElapsed(slot: 0, attempt: 2)
         let launchesTwice = machine.delayElapsed(slot: 0, attempt: 2)
@@ -136,10 +136,10 @@ import Testing
         _ = machine.start()
         _ = machine.launched(a, slot: 0, attempt: 1)
         _ = machine.launched(b, slot: 1, attempt: 1)
-        _ = machine.childFinished(Self.id(a), failed: true)
+        _ = machine.childFinished(Self.id(a), failed: true, compositeIsStopping: false)
 
-        let cancel = machine.resolve(slot: 0, with: .cancel)
-        let afterB = machine.childFinished(Self.id(b), failed: true)
+        let cancel = machine.resolve(slot: 0, with: .cancel, compositeIsStopping: false)
+        let afterB = machine.childFinished(Self.id(b), failed: true, compositeIsStopping: false)
 
         #expect(cancel == .init(keepsErrors: true, steps: [.cancelComposite]))
         #expect(afterB == .record(steps: []))
@@ -151,10 +151,10 @@ import Testing
         let child = Child()
         _ = machine.start()
         _ = machine.launched(child, slot: 0, attempt: 1)
-        _ = machine.childFinished(Self.id(child), failed: true)
+        _ = machine.childFinished(Self.id(child), failed: true, compositeIsStopping: false)
         _ = machine.cancel()
 
-        let rerun = machine.resolve(slot: 0, with: .rerun)
+        let rerun = machine.resolve(slot: 0, with: .rerun, compositeIsStopping: false)
 
         #expect(rerun == .init(keepsErrors: true, steps: []))
     }
@@ -170,7 +170,7 @@ import Testing
     @Test func unknownOperations_areOnlyRecorded() {
         var machine = Machine(mode: .serial, childCount: 1)
         _ = machine.start()
-        let reaction = machine.childFinished(Self.id(Child()), failed: true)
+        let reaction = machine.childFinished(Self.id(Child()), failed: true, compositeIsStopping: false)
         #expect(reaction == .record(steps: []))
     }
 }

@@ -104,6 +104,8 @@ private struct GroupModel {
                     model.cancelledByName.formUnion(cancel)
                 case let .deliverHeldFinish(childErrors, _):
                     model.deliver(childErrors)
+                case .interruptChildren:
+                    model.violations.append("a group that never executed interrupts its children as if they ran")
                 }
             })
         }
@@ -113,8 +115,10 @@ private struct GroupModel {
                 switch model.machine.holdFinish() {
                 case .doNotHold:
                     model.deliver([]) // nothing left to wait for (a violation if children are)
-                case let .drainChildren(cancel):
-                    if !cancel.isEmpty { model.violations.append("a group that executed cancels \(cancel) by name") }
+                case .drainChildren:
+                    model.violations.append("a group that executed drains its children as if they never ran")
+                case .interruptChildren:
+                    if !model.machine.stopsChildren { model.violations.append("interrupting children does not stop them") }
                 case let .deliverHeldFinish(childErrors, _):
                     model.deliver(childErrors)
                 }

@@ -1168,8 +1168,9 @@ private struct Explorer {
             }
             return [.takeBackOffer(action)]
 
-        case let .takeBackOffer(action):
-            guard case .deliver = world.life.takeHeldFinish(), case let .deliver(observers, errors, _) = action else { return [] }
+        case .takeBackOffer:
+            // What is delivered is read as the hold ends (a group's children may have added errors).
+            guard case let .deliver(observers, errors, _) = Finish(world.life.takeHeldFinish()) else { return [] }
             return [.deliverDidFinish(observers: observers, errors: errors)]
 
         case let .deliverDidFinish(observers, errors):

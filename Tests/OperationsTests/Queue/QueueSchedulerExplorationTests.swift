@@ -286,7 +286,7 @@ private struct SchedulerModel {
                 perform(letThrough)
             }
         }
-        _ = scheduler.endAdmission(generation: generation)
+        _ = scheduler.endAdmission(generation: generation, cancellationsAtBegin: scheduler.cancellationsOfAll)
     }
 
     mutating func dependenciesFinished(_ index: Int) {

@@ -18,7 +18,7 @@ import Testing
         for _ in 0..<5_000 {
             _ = scheduler.operationLeft()
         }
-        _ = scheduler.endAdmission(generation: generation)
+        _ = scheduler.endAdmission(generation: generation, cancellationsAtBegin: scheduler.cancellationsOfAll)
         #expect(scheduler.held.isEmpty && scheduler.held.tableSize == 0, "the unused room is given back when the add ends")
     }
 
@@ -63,11 +63,11 @@ import Testing
         }
         scheduler.joinAdmission(of: generation, counting: 1)
         for (end, opensGate) in [("the joined add", false), ("the add it joined", true)] {
-            guard case let .joinBarrier(joined) = scheduler.endAdmission(generation: generation), joined === barrier else {
+            guard case let .joinBarrier(joined) = scheduler.endAdmission(generation: generation, cancellationsAtBegin: scheduler.cancellationsOfAll), joined === barrier else {
                 Issue.record("expected the barrier to wait for the operations of \(end)")
                 return
             }
-            guard case let .ended(gates, _) = scheduler.endAdmission(generation: generation, joined: true) else {
+            guard case let .ended(gates, _) = scheduler.endAdmission(generation: generation, joined: true, cancellationsAtBegin: scheduler.cancellationsOfAll) else {
                 Issue.record("expected \(end) to end")
                 return
             }
