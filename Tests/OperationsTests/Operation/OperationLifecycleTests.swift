@@ -390,6 +390,56 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         }
     }
 
+    /// An executing lifecycle, asking to be offered any finish if `offersHold` (a group).
+    private func executing(offersHold: Bool) -> OperationLifecycle {
+        var state = OperationLifecycle()
+        if offersHold { state.offerHoldAfterExecution() }
+        _ = state.enqueue(on: queue, ticket: 1)
+        _ = state.start()
+        _ = state.startDelivered()
+        return state
+    }
+
+    @Test func afterExecuting_aFinishIsOfferedToBeHeld_onlyIfTheOperationAsked() {
+        var plain = executing(offersHold: false)
+        var group = executing(offersHold: true)
+
+        guard case .deliver(_, _, mayBeHeld: false) = plain.finish(errors: []),
+              case .deliver(_, _, mayBeHeld: true) = group.finish(errors: []) else {
+            Issue.record("expected only the group's finish to be offered")
+            return
+        }
+        #expect(group.offerToHoldFinish() == .offer)
+    }
+
+    /// A group's own finish (its last child's) is not offered to be held; a finish by hand that
+    /// began before it takes the children's errors first.
+    @Test func aGroupsOwnFinish_isNotOffered_andAFinishByHandRacingItKeepsTheChildrensErrors() {
+        var ownFinish = executing(offersHold: true)
+        guard case let .deliver(_, errors, mayBeHeld: false) = ownFinish.finish(afterChildren: [StubError("child")]) else {
+            Issue.record("expected the group's own finish, not offered")
+            return
+        }
+        #expect(errors.asStubErrors == [StubError("child")])
+        #expect(ownFinish.offerToHoldFinish() == .deliver)
+
+        var byHand = executing(offersHold: true)
+        guard case .deliver(_, _, mayBeHeld: true) = byHand.finish(errors: [StubError("own")]) else {
+            Issue.record("expected the finish by hand to be offered")
+            return
+        }
+        guard case .none = byHand.finish(afterChildren: [StubError("child")]) else {
+            Issue.record("the children's finish came second: no duplicate, no second delivery")
+            return
+        }
+        #expect(byHand.offerToHoldFinish() == .offer)
+        guard case let .deliver(_, delivered, _) = byHand.takeHeldFinish() else {
+            Issue.record("expected the finish, declined by the group, to be delivered")
+            return
+        }
+        #expect(delivered.asStubErrors == [StubError("child"), StubError("own")])
+    }
+
     @Test func secondFinish_isReportedAsDuplicate_unlessCancelled() {
         var state = OperationLifecycle()
         _ = state.finish(errors: [])
