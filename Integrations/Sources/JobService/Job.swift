@@ -20,28 +20,47 @@ struct JobRequest: Decodable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         account = try container.decode(String.self, forKey: .account)
-        // Read as a Double: swift-corelibs-foundation's decoder calls a number that is not a
-        // whole one, or too large for an Int, "not valid JSON", without saying where.
-        let duration = try container.decodeIfPresent(Double.self, forKey: .durationMs) ?? 0
-        let fails = try container.decodeIfPresent(Double.self, forKey: .failTimes) ?? 0
+        // Read as a Decimal: swift-corelibs-foundation's decoder calls a number that is not a
+        // whole one, or too large for an Int, "not valid JSON", without saying where; a Double
+        // would round 600000.00000000001 to a whole number.
+        let duration = try container.decodeIfPresent(Decimal.self, forKey: .durationMs) ?? 0
+        let fails = try container.decodeIfPresent(Decimal.self, forKey: .failTimes) ?? 0
         durationMs = Self.clamped(duration)
         failTimes = Self.clamped(fails)
-        fractionalKey = duration.rounded() != duration ? "durationMs" : fails.rounded() != fails ? "failTimes" : nil
+        fractionalKey = !Self.isWhole(duration) ? "durationMs" : !Self.isWhole(fails) ? "failTimes" : nil
+    }
+
+    private static func isWhole(_ number: Decimal) -> Bool {
+        var number = number
+        var whole = Decimal()
+        NSDecimalRound(&whole, &number, 0, .down)
+        return whole == number
     }
 
     /// `number` as an Int, pinned to Int's range (a range check then says it is too large).
-    private static func clamped(_ number: Double) -> Int {
-        guard number.isFinite else { return .max }
-        return number >= Double(Int.max) ? .max : number <= Double(Int.min) ? .min : Int(number.rounded(.towardZero))
+    private static func clamped(_ number: Decimal) -> Int {
+        if number >= Decimal(Int.max) { return .max }
+        if number <= Decimal(Int.min) { return .min }
+        return Int(truncating: NSDecimalNumber(decimal: number))
+    }
+
+    /// The whole numbers each numeric key takes, as the messages say them.
+    static let ranges = ["durationMs": 0...600_000, "failTimes": 0...1_000]
+
+    /// What `key` must be, as a message says it: "a whole number from 0 to 1000".
+    static func wholeNumber(for key: String) -> String {
+        guard let range = ranges[key] else { return "a whole number" }
+        return "a whole number from \(range.lowerBound) to \(range.upperBound)"
     }
 
     /// Why the request cannot be a job, if it cannot.
     var problem: String? {
-        if let fractionalKey { return "'\(fractionalKey)' must be a whole number" }
+        if let fractionalKey { return "'\(fractionalKey)' must be \(Self.wholeNumber(for: fractionalKey))" }
         if account.trimmingCharacters(in: .whitespaces).isEmpty { return "'account' must not be empty" }
         if account.count > 200 { return "'account' must be at most 200 characters" }
-        if !(0...600_000).contains(durationMs) { return "'durationMs' must be from 0 to 600000" }
-        if !(0...1_000).contains(failTimes) { return "'failTimes' must be from 0 to 1000" }
+        for (key, value) in [("durationMs", durationMs), ("failTimes", failTimes)] where Self.ranges[key]?.contains(value) == false {
+            return "'\(key)' must be \(Self.wholeNumber(for: key))"
+        }
         return nil
     }
 }

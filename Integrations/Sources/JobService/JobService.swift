@@ -98,14 +98,14 @@ struct JobService: Sendable {
             return "'\(key.stringValue)' is missing"
         case let DecodingError.typeMismatch(type, context):
             guard let key = key(of: context) else { return "it must be a JSON object" }
-            return "'\(key)' must be \(type == String.self ? "a string" : "a whole number")"
+            return "'\(key)' must be \(type == String.self ? "a string" : JobRequest.wholeNumber(for: key))"
         case let DecodingError.valueNotFound(_, context):
             guard let key = key(of: context) else { return "it must be a JSON object" }
             return "'\(key)' must not be null"
         case let DecodingError.dataCorrupted(context):
-            // At a key: a number that is not a whole one, or too large for one.
+            // At a key: a number too large for any (1e400, say).
             guard let key = key(of: context) else { return "it is not valid JSON" }
-            return "'\(key)' must be a whole number"
+            return "'\(key)' must be \(JobRequest.wholeNumber(for: key))"
         default:
             return "\(error)"
         }

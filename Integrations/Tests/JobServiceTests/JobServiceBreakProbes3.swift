@@ -44,4 +44,23 @@ import Testing
             #expect(!said.contains("not valid JSON") && !said.contains("''"), "\(body) was told: \(said)")
         }
     }
+
+    // Left alone in session 44: a number too close to a whole one for a Double passed as whole.
+    // (A number too large for a Double, 1e400, is refused by the JSON parser itself, as not
+    // valid JSON, before any key is read: that is what it is told.)
+    @Test func numbersAreReadExactly_soOneAHairAboveAWholeNumberIsRefused_namingTheRange() async throws {
+        // Given a service
+        let service = try JobServiceProcess(arguments: ["--port", "0"])
+        defer { service.kill() }
+        let client = HTTPClient(port: try service.waitForPort())
+
+        // When a duration a hair above a whole number, and a count too large for any number, are posted
+        let (nearlyWhole, nearlyWholeAnswer) = try await client.send("POST", "/jobs", #"{"account": "acme", "durationMs": 600000.00000000001}"#)
+        let (huge, hugeAnswer) = try await client.send("POST", "/jobs", #"{"account": "acme", "failTimes": 1e400}"#)
+
+        // Then each answers 400: the first saying which whole numbers the key takes
+        #expect(nearlyWhole == 400)
+        #expect(explanation(of: nearlyWholeAnswer["error"] as? String ?? "").contains("'durationMs' must be a whole number from 0 to 600000"), "\(nearlyWholeAnswer)")
+        #expect(huge == 400 && hugeAnswer["error"] is String, "\(hugeAnswer)")
+    }
 }
