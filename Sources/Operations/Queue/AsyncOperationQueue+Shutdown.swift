@@ -15,6 +15,9 @@ extension AsyncOperationQueue {
     /// finishes without executing. Once the grace period is over, the operations still running
     /// are cancelled with the same error too. Each operation that was on the queue finishes
     /// exactly once, and the call returns when the queue is empty. Other queues are unaffected.
+    /// An add already under way on another thread as the call begins completes: its operations
+    /// count as added before the shut-down (those that wait are cancelled; one that needs nothing
+    /// may start, as a running one, within the grace period).
     ///
     /// ```swift
     /// let queue = AsyncOperationQueue()
