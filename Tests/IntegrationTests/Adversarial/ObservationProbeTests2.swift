@@ -404,6 +404,7 @@ struct ObservationProbeTests2 {
                 usleep(200)
             }
         }
+        #expect(waitUntil { !samples.all.isEmpty }) // the sampler reads while children come and go
 
         // When children are added one at a time and in batches while earlier ones finish
         var children: [Operation] = []
