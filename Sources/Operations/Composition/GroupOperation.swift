@@ -199,25 +199,28 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// once if the child could be let through before that (and here if the child is cancelled
     /// or watched).
     func childWasAdmitted(_ child: Foundation.Operation, progress pending: inout ProgressDelta) {
-        let admission = children.withLock { $0.childAdmitted(child) }
-        if admission == .tooLate || admission == .tooLateNeverToRun {
-            // Added just as the group finished: the group cannot wait for it. It still runs, unless
-            // the group stopped its children (cancelled, or finished otherwise than by its last
-            // child): they must not run.
-            if admission == .tooLateNeverToRun || isCancelled {
-                child.cancel()
-                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished, having stopped its children; it finishes cancelled, and the group did not wait for it")
-            } else {
-                OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
-            }
+        let groupIsCancelled = isCancelled
+        let admission = children.withLock { $0.childAdmitted(child, groupIsCancelled: groupIsCancelled) }
+        switch admission {
+        case .tooLate:
+            // Added just as the group finished: the group cannot wait for it. It still runs.
+            OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished; it runs, but the group did not wait for it")
             return
+        case .tooLateNeverToRun:
+            // As above, but the group stopped its children (cancelled, or finished otherwise than
+            // by its last child): they must not run.
+            child.cancel()
+            OperationDiagnostics.report(.configuredTooLate, child, "the child was added as its group finished, having stopped its children; it finishes cancelled, and the group did not wait for it")
+            return
+        case .counted, .countedNeverToRun:
+            break
         }
         pending.admitted += 1
-        if let childGroup = child as? GroupOperation, !childGroup.progressHasParent {
+        if Self.rollsUpByItself(child), let childGroup = child as? GroupOperation {
             // A child group's progress rolls up into this one as Foundation's child progress does.
             pending.childProgress.append(childGroup.progress)
         }
-        if isCancelled || admission == .countedNeverToRun {
+        if admission == .countedNeverToRun {
             countAdmitted(&pending) // before the cancel can finish it
             child.cancel() // joined a group that will never run its children: it must not run either
         }

@@ -58,29 +58,27 @@ struct GroupStateMachine<Child> {
     enum Admission: Equatable {
         /// Counted: the group waits for it.
         case counted
-        /// Counted, but the group is draining (cancelled before it executed, a condition failed,
-        /// or finished by hand): its children are stopped, so this one must be cancelled too.
+        /// Counted, but the group is cancelled or draining (a condition failed, or finished by
+        /// hand): its children are stopped, so this one must be cancelled too.
         case countedNeverToRun
         /// The group is done (the child was added as it finished): it cannot wait for it.
         case tooLate
-        /// As `tooLate`, and the group stopped its children: this one must not run either.
+        /// As `tooLate`, and the group is cancelled or stopped its children: this one must not
+        /// run either.
         case tooLateNeverToRun
     }
 
-    /// A child joins.
-    mutating func childAdmitted(_ child: Child) -> Admission {
-        guard !isDone else { return stopsChildren ? .tooLateNeverToRun : .tooLate }
+    /// A child joins; `groupIsCancelled` says whether the group was cancelled (its children then
+    /// must not run, whatever the phase).
+    mutating func childAdmitted(_ child: Child, groupIsCancelled: Bool) -> Admission {
+        let mustNotRun = stopsChildren || groupIsCancelled
+        guard !isDone else { return mustNotRun ? .tooLateNeverToRun : .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
-        switch phase {
-        case .waiting:
+        if phase == .waiting {
             childrenBeforeExecution.append(child)
-            return .counted
-        case .draining:
-            return .countedNeverToRun
-        case .executing, .drained, .done:
-            return .counted
         }
+        return mustNotRun ? .countedNeverToRun : .counted
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {

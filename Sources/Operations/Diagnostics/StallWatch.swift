@@ -42,7 +42,7 @@ final class StallWatch: Sendable {
     private let timer: TimerBox
 
     /// `record`: what the watch this one replaces saw (a new one if none).
-    init(queue: AsyncOperationQueue, threshold: TimeInterval, record: Record = Record()) {
+    init(queue: AsyncOperationQueue, threshold: TimeInterval, record: Record) {
         self.queue = Weak(queue)
         self.threshold = threshold
         self.record = record

@@ -491,17 +491,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         for operation in operations.reversed() {
             let isOwn = (operation as? AsyncOperation).map { $0.lifecycle.queue === self }
                 ?? (PlainOperationRegistry.queue(of: operation) === mention)
-            if isOwn { Self.cancelIfWaiting(operation) }
-        }
-    }
-
-    /// Cancels `operation` unless it executes already (or finished): an `AsyncOperation` decides
-    /// that in one step with the cancellation; a plain one as far as Foundation says.
-    private static func cancelIfWaiting(_ operation: Operation) {
-        if let operation = operation as? AsyncOperation {
-            operation.cancelIfWaiting(with: nil)
-        } else if !operation.isExecuting, !operation.isFinished {
-            operation.cancel()
+            if isOwn { operation.cancelUnlessExecuting(with: nil) }
         }
     }
 
@@ -627,7 +617,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             batch.operations.append(operation)
         case var .kept(letThrough):
             if missedCancelAll {
-                Self.cancelIfWaiting(operation) // cancelAllOperations() ran during this add, before the queue kept it
+                operation.cancelUnlessExecuting(with: nil) // cancelAllOperations() ran during this add, before the queue kept it
             }
             if context.isLogging, let operation = operation as? AsyncOperation {
                 operation.logWaiting() // for its turn, or for a suspended queue

@@ -41,7 +41,7 @@ final class QueueShutdown: @unchecked Sendable {
         // At once, on the caller's thread: an operation waiting now must not start while the adds
         // in flight end (its dependency may finish meanwhile). The drain's sweep cancels what
         // those adds admit.
-        cancelWaiting()
+        cancelAll(evenIfRunning: false)
         DispatchQueue.global().async { [self] in
             awaitAdmissionsInFlight()
             perform(storage.withLock { $0.machine.admissionsEnded() })
@@ -83,7 +83,7 @@ final class QueueShutdown: @unchecked Sendable {
         case let .sweep(cancelRunning):
             sweep(cancelRunning: cancelRunning)
         case .cancelRunning:
-            cancelEverything()
+            cancelAll(evenIfRunning: true)
         case .awaitEmptyQueue:
             DispatchQueue.global().async { [self] in awaitEmptyQueue() }
         }
@@ -137,14 +137,6 @@ final class QueueShutdown: @unchecked Sendable {
         }
     }
 
-    private func cancelEverything() {
-        cancelAll(evenIfRunning: true)
-    }
-
-    private func cancelWaiting() {
-        cancelAll(evenIfRunning: false)
-    }
-
     /// Cancels the queue's operations, latest first (as `sweep` does), running ones too if
     /// `evenIfRunning`.
     private func cancelAll(evenIfRunning: Bool) {
@@ -159,14 +151,14 @@ final class QueueShutdown: @unchecked Sendable {
     /// never run at the same time, so an operation it cancelled once is not given the error twice.
     private func cancel(_ operation: Operation, evenIfRunning: Bool) {
         guard !operation.isCancelled else { return }
-        guard let operation = operation as? AsyncOperation else {
-            if evenIfRunning || !operation.isExecuting { operation.cancel() }
+        guard evenIfRunning else {
+            operation.cancelUnlessExecuting(with: AsyncOperationError.queueShutDown)
             return
         }
-        if evenIfRunning {
+        if let operation = operation as? AsyncOperation {
             operation.cancel(with: AsyncOperationError.queueShutDown)
         } else {
-            operation.cancelIfWaiting(with: AsyncOperationError.queueShutDown)
+            operation.cancel()
         }
     }
 

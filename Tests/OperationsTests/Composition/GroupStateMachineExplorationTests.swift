@@ -67,7 +67,7 @@ private struct GroupModel {
         if childrenLeft > 0 && open {
             events.append(ExplorationEvent("admit") { model in
                 model.childrenLeft -= 1
-                let admission = model.machine.childAdmitted(model.admitted)
+                let admission = model.machine.childAdmitted(model.admitted, groupIsCancelled: false)
                 if admission == .countedNeverToRun {
                     model.cancelledOnAdmission.insert(model.admitted)
                 } else if model.cancelledBeforeStart {
