@@ -163,6 +163,7 @@ struct CategoryLockProbeTests {
 
         // Then only the first asks the lock, and none runs
         #expect(waitUntil { waitsElsewhere(operations[0]) })
+        #expect(waitUntil { openFileDescriptors(on: lockFile) == 2 }) // its request opens the file next
         Thread.sleep(forTimeInterval: 0.2) // a chance for a second request to be made
         #expect(openFileDescriptors(on: lockFile) == 2) // the other process's, and one request
         #expect(order.all.isEmpty)

@@ -147,9 +147,13 @@ import TestSupport
     @Test func aWaitThatIsNotCancelled_stillWaitsForTheAdd() async throws {
         let (operation, ran) = operationOnNoQueue()
         let waiting = Task { try await operation.finished() }
-        try await Task.sleep(nanoseconds: 20_000_000)
-        AsyncOperationQueue().addOperation(operation)
+        // Added from a thread of its own: the test's task may resume seconds late under load
+        let added = runOnOwnThread {
+            usleep(20_000)
+            AsyncOperationQueue().addOperation(operation)
+        }
         try await waiting.value
+        #expect(added.wait(timeout: generousTimeout))
         #expect(ran.current == 1)
         #expect(DiagnosticsLog.shared.kinds(about: operation.name!).isEmpty) // added within the second
     }
