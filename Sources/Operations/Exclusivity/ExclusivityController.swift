@@ -58,11 +58,11 @@ final class ExclusivityController: Sendable {
         case .none:
             break
         case let .one(operation):
-            Trampoline.run(with: (operation, self)) { $0.0.categoriesWereGranted(by: $0.1) }
+            Trampoline.run(with: (operation, self)) { $0.0.categoriesWereGranted(by: $0.1, whileAsking: false) }
         case let .several(operations):
             Trampoline.run(with: (operations, self)) { operations, controller in
                 for operation in operations {
-                    operation.categoriesWereGranted(by: controller)
+                    operation.categoriesWereGranted(by: controller, whileAsking: false)
                 }
             }
         }

@@ -435,7 +435,7 @@ extension AsyncOperation {
         let exclusivity = (queue?.engine ?? .shared).exclusivity
         switch exclusivity.acquire(categories, for: self, place: place) {
         case .granted:
-            categoriesWereGranted(by: exclusivity)
+            categoriesWereGranted(by: exclusivity, whileAsking: true)
         case .waits:
             if let logger {
                 logWaiting(through: logger)
@@ -524,25 +524,27 @@ extension AsyncOperation {
     }
 
     /// Called once every category is held for this operation within the process, by the
-    /// `controller` that holds them. Categories that a lock extends beyond the process are
-    /// acquired next, and the operation goes on once it holds them (`categoryLocksAcquired()`).
-    func categoriesWereGranted(by controller: ExclusivityController) {
-        perform(lifecycle.categoriesGranted(leasesAcquired: false), grantedBy: controller)
+    /// `controller` that holds them: `whileAsking` on the thread that asked for them, otherwise
+    /// on a thread giving them back (another operation's finish, say). Categories that a lock
+    /// extends beyond the process are acquired next, and the operation goes on once it holds
+    /// them (`categoryLocksAcquired()`).
+    func categoriesWereGranted(by controller: ExclusivityController, whileAsking: Bool) {
+        perform(lifecycle.categoriesGranted(leasesAcquired: false), grantedBy: controller, whileAsking: whileAsking)
     }
 
     /// Holds its categories within the process and their leases beyond it (or finished meanwhile,
-    /// and gives the categories back).
+    /// and gives the categories back). Called on whichever thread acquired the last lease.
     func categoryLocksAcquired(grantedBy controller: ExclusivityController) {
-        perform(lifecycle.categoriesGranted(leasesAcquired: true), grantedBy: controller)
+        perform(lifecycle.categoriesGranted(leasesAcquired: true), grantedBy: controller, whileAsking: false)
     }
 
-    private func perform(_ grant: OperationLifecycle.Grant, grantedBy controller: ExclusivityController) {
+    private func perform(_ grant: OperationLifecycle.Grant, grantedBy controller: ExclusivityController, whileAsking: Bool) {
         switch grant {
         case let .acquireLeases(gate):
             gate.begin(for: self)
         case let .held(categories, logger, action):
             logger?.log(.categoriesGranted(categories), of: self)
-            perform(action, grantedBy: controller)
+            perform(action, grantedBy: controller, whileAsking: whileAsking)
         }
     }
 
@@ -568,18 +570,38 @@ extension AsyncOperation {
         lifecycle.categoryLockGate?.fencingToken(for: category)
     }
 
-    func perform(_ action: OperationLifecycle.GrantAction, grantedBy controller: ExclusivityController? = nil) {
+    /// Performs what being cleared to run asks. `whileAsking` is false when the categories were
+    /// granted on a thread busy with something else (another operation's finish gave them
+    /// back): an operation started by hand (or by Foundation, after giving its categories back)
+    /// then executes on a thread of its own rather than inside that finish, which would keep the
+    /// other operation's dependents (and whatever waits for them) until it returns.
+    func perform(_ action: OperationLifecycle.GrantAction, grantedBy controller: ExclusivityController? = nil, whileAsking: Bool = true) {
         switch action {
         case .none:
             break
         case let .handOff(queue, ticket, holdsCategories):
             queue?.handOff(self, ticket: ticket, holdsCategories: holdsCategories)
-        case let .startExecuting(observers, queue, ticket):
+        case let .startExecuting(observers, queue, ticket) where whileAsking:
             beginExecution(observers: observers, queue: queue, ticket: ticket) // by hand, or by Foundation after giving categories back
+        case let .startExecuting(observers, queue, ticket):
+            DispatchQueue.global(qos: Self.dispatchClass(of: qualityOfService)).async { [self] in
+                beginExecution(observers: observers, queue: queue, ticket: ticket)
+            }
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
         case let .finish(finishing):
             perform(finishing)
+        }
+    }
+
+    /// The Dispatch class that matches an operation's quality of service.
+    private static func dispatchClass(of quality: QualityOfService) -> DispatchQoS.QoSClass {
+        switch quality {
+        case .userInteractive: .userInteractive
+        case .userInitiated: .userInitiated
+        case .utility: .utility
+        case .background: .background
+        default: .default
         }
     }
 }

@@ -57,9 +57,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// observer. On an `AsyncOperationQueue`, on the thread Foundation's queue starts the
     /// operation on (its `underlyingQueue`, with `OperationQueue.current` the queue). Started by
     /// hand or by a plain `OperationQueue`, on the thread that let it through: the one that called
-    /// `start()` if nothing held it back, otherwise the one that answered its last condition or
-    /// freed the category it waited for. The default calls `main()` and then finishes, so a
-    /// subclass that overrides `main()` behaves like a synchronous operation.
+    /// `start()` if nothing held it back, otherwise the one that answered its last condition. One
+    /// that waited for a category (or a category's lock) executes, once granted it, on a Dispatch
+    /// thread of its `qualityOfService`: never inside the finish of the operation that freed it,
+    /// which would keep that operation's dependents waiting until this one returns. The default
+    /// calls `main()` and then finishes, so a subclass that overrides `main()` behaves like a
+    /// synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
     open func execute() {
         main()
@@ -160,8 +163,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation is on an `AsyncOperationQueue`.
     ///
     /// Called by hand (or by a plain `OperationQueue`), the operation evaluates its conditions and
-    /// waits for its categories itself, then executes, on the thread that let it through (see
-    /// `execute()`): to keep execution on a queue's threads, add it to an `AsyncOperationQueue`.
+    /// waits for its categories itself, then executes where `execute()` says: to keep execution
+    /// on a queue's threads, add it to an `AsyncOperationQueue`.
     /// Started by hand before its dependencies
     /// finished, it finishes with `AsyncOperationError.startedBeforeDependenciesFinished`.
     public final override func start() {
