@@ -349,13 +349,15 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         didChangeValue(forKey: ObservedKey.isExecuting) // pairs the will above, executed or not
         #endif
         didChangeValue(forKey: ObservedKey.isFinished) // Foundation's queue lets go of it here
-        remains.queue?.operationDidLeave()
         for watcher in remains.watchers {
             DependencyWatcher.stop(watcher)
         }
         if !remains.dependents.isEmpty {
             notifyDependents(remains.dependents)
         }
+        // After its dependents: on a serial queue, those that asked for their turn go before
+        // whoever waited in line and was added after them.
+        remains.queue?.operationDidLeave(ticket: remains.linePlace.ticket)
         DeferredRelease.release(&remains.released)
     }
 

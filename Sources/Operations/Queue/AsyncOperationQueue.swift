@@ -562,7 +562,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case let .reject(kind, message):
             operation.logAdded(attachment, refused: true) // it went elsewhere since the logger joined
             reportRefusedAdd(kind, of: operation, message)
-            perform(state.withLock { $0.scheduler.operationLeft() }) // counted by beginAdding
+            perform(state.withLock { $0.scheduler.operationLeft(ticket: nil) }) // counted by beginAdding
         case .handOffNow:
             operation.logAdded(attachment)
             admitToGroup(operation, into: &batch, context)
@@ -797,7 +797,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// queue lets go of it, and of any turn it gave it, as for any finish before a hand-off (a
     /// second time changes nothing).
     func forgetOperationFinishedWhileAdded(_ operation: AsyncOperation, ticket: UInt64) {
-        perform(state.withLock { $0.scheduler.finishedBeforeHandOff(operation, ticket: ticket) })
+        perform(state.withLock { $0.scheduler.finishedWhileAdded(operation, ticket: ticket) })
     }
 
     /// An operation gives up a turn it was given without using it (it had finished already, its
@@ -866,20 +866,26 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     func operationDidFinish(_ operation: AsyncOperation, ticket: UInt64, errors: [any Error], wasHandedOff: Bool) {
         let (delegate, group, letThrough) = state.withLock { state in
-            let letThrough = wasHandedOff
-                ? state.scheduler.handedOffOperationStarted(ticket: ticket) ?? QueueScheduler.LetThrough() // if it finished unstarted
-                : state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
+            var letThrough: QueueScheduler.LetThrough?
+            if wasHandedOff {
+                letThrough = state.scheduler.handedOffOperationStarted(ticket: ticket) // if it finished unstarted
+            } else {
+                state.scheduler.finishedBeforeHandOff(operation, ticket: ticket)
+            }
             return (state.settings.delegateIfSet, state.settings.groupIfSet, letThrough)
         }
-        perform(letThrough)
+        if let letThrough {
+            perform(letThrough)
+        }
         delegate?.operationQueue(self, didFinish: operation, errors: errors)
         group?.recordChildFinished(operation, errors: errors)
     }
 
-    /// Called last when an operation finished, once Foundation has let go of it too: wakes
+    /// Called last when the operation added with `ticket` finished, once Foundation has let go
+    /// of it and its dependents have heard of it: ends its turn on a serial queue, and wakes
     /// `waitUntilAllOperationsAreFinished()` when nothing is left.
-    func operationDidLeave() {
-        perform(state.withLock { $0.scheduler.operationLeft() })
+    func operationDidLeave(ticket: UInt64) {
+        perform(state.withLock { $0.scheduler.operationLeft(ticket: ticket) })
     }
 
     // MARK: - Foundation's API, counting held operations

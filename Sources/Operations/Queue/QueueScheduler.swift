@@ -9,8 +9,11 @@ import Foundation
 /// towards execution); the queue does it after unlocking.
 ///
 /// - A **serial** queue (`maxConcurrentOperationCount == 1`) lets one operation at a time go
-///   from "its dependencies finished" to "started by Foundation" (the *turn*), in the order the
-///   operations were added, so conditions, categories and priorities never reorder it.
+///   from "its dependencies finished" to "finished, its dependents told" (the *turn*), in the
+///   order the operations were added, so conditions, categories and priorities never reorder
+///   it, and dependents released by one finish go before operations added after them, as on
+///   Foundation's serial queue, which picks its next operation among those ready once the one
+///   it ran has finished.
 ///   Operations that need neither conditions nor categories, and plain Foundation operations,
 ///   wait in the same line; a plain operation's turn ends once Foundation has it (the queue does
 ///   not watch it start).
@@ -107,10 +110,10 @@ struct QueueScheduler {
     /// The operations waiting in line, in the order they will be let through.
     var waiting: [Waiter] { line.waiters }
     /// Operations let through and not yet handed off (evaluating conditions, waiting for
-    /// categories or a slot), or, on a serial queue, handed off and not yet started, by ticket:
-    /// on a serial queue, the one whose *turn* it is. Kept on every queue, so that a queue made
-    /// serial while several are under way lets nothing else go before all of them have been
-    /// handed off (and those handed off since, started).
+    /// categories or a slot), or, on a serial queue, handed off and not yet finished (its
+    /// dependents not yet told), by ticket: on a serial queue, the one whose *turn* it is. Kept on
+    /// every queue, so that a queue made serial while several are under way lets nothing else go
+    /// before all of them have been handed off (and those handed off since, finished).
     private(set) var inProgress = FibonacciSet<TicketKeying>()
     /// `AsyncOperation`s admitted and not finished yet, held or handed off.
     private(set) var unfinished = 0
@@ -144,7 +147,7 @@ struct QueueScheduler {
     }
 
     /// An add begins. `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any
-    /// of them can finish; one that is refused leaves again through `operationLeft()`.
+    /// of them can finish; one that is refused leaves again through `operationLeft(ticket:)`.
     mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
         if asyncCount > 1 && (isSuspended || isSerial) {
@@ -390,11 +393,15 @@ struct QueueScheduler {
         return .handOff(letThrough)
     }
 
-    /// An operation given to Foundation started, or finished without starting: on a serial queue
-    /// its turn ends, and the next operation in line goes on. `nil` if it held no turn (the usual
-    /// case, answered without building a let-through list).
+    /// An operation given to Foundation started, or finished without starting. On a serial queue
+    /// its turn goes on until it has finished and let its dependents go (`operationLeft(ticket:)`),
+    /// so that those added before the next in line go first, as on Foundation's serial queue.
+    /// On a concurrent queue (made so since it was handed off) its turn ends, and whoever waits
+    /// goes on. `nil` if nobody is let through (the usual case, answered without building a
+    /// let-through list).
     mutating func handedOffOperationStarted(ticket: UInt64) -> LetThrough? {
-        endTurn(ticket: ticket)
+        guard !isSerial else { return nil }
+        return endTurn(ticket: ticket)
     }
 
     /// The turn of the operation added with `ticket` ends, if it held one: whoever waits in line
@@ -407,10 +414,18 @@ struct QueueScheduler {
     }
 
     /// An operation finished before it was given to Foundation (cancelled, or a condition failed).
-    mutating func finishedBeforeHandOff(_ operation: AsyncOperation, ticket: UInt64) -> LetThrough {
+    /// A turn it held ends once it has let its dependents go (`operationLeft(ticket:)`).
+    mutating func finishedBeforeHandOff(_ operation: AsyncOperation, ticket: UInt64) {
         held.remove(operation)
         line.remove(ticket: ticket)
         slotLine.remove(ticket: ticket)
+    }
+
+    /// An operation finished while it was being added, its finish perhaps heard before the
+    /// queue held it and gave it a turn: the queue lets go of it, and of that turn, at once (its
+    /// `operationLeft(ticket:)` may have come already). A second time changes nothing.
+    mutating func finishedWhileAdded(_ operation: AsyncOperation, ticket: UInt64) -> LetThrough {
+        finishedBeforeHandOff(operation, ticket: ticket)
         return endTurn(ticket: ticket) ?? LetThrough()
     }
 
@@ -446,10 +461,16 @@ struct QueueScheduler {
         var letThrough = LetThrough()
     }
 
-    /// An `AsyncOperation` has finished and Foundation has let go of it (or it was refused).
-    mutating func operationLeft() -> Departure {
+    /// An `AsyncOperation` has finished, Foundation has let go of it and its dependents have
+    /// heard of it (or it was refused, with no `ticket`). A turn it held ends: whoever waits in
+    /// line goes on, after those dependents that asked for their turn meanwhile and were added
+    /// earlier.
+    mutating func operationLeft(ticket: UInt64?) -> Departure {
         unfinished -= 1
         var departure = Departure()
+        if let ticket, let letThrough = endTurn(ticket: ticket) {
+            departure.letThrough = letThrough
+        }
         drainSlotLine(into: &departure.letThrough)
         departure.idleWaiters = takeIdleWaitersIfIdle()
         return departure
@@ -476,9 +497,11 @@ struct QueueScheduler {
     /// Sends an operation cleared to run towards Foundation: straight in `letThrough`, or, on a
     /// serial queue, through the outbox, whose deliverer the caller becomes if there is none.
     ///
-    /// On a serial queue an `AsyncOperation` keeps the turn until it starts
-    /// (`handedOffOperationStarted(ticket:)`): Foundation's serial queue starts the highest
-    /// `queuePriority` among those it holds, so it is given one at a time, in add order.
+    /// On a serial queue an `AsyncOperation` keeps the turn until it has finished and let its
+    /// dependents go (`operationLeft(ticket:)`): Foundation's serial queue starts the highest
+    /// `queuePriority` among those it holds, so it is given one at a time, in add order, and
+    /// only once the one before has finished, as Foundation's own queue picks its next operation
+    /// among those ready then.
     private mutating func send(_ operation: Operation, ticket: UInt64, into letThrough: inout LetThrough) {
         if operation is AsyncOperation {
             handingOff += 1 // takes a slot from now on, though held until Foundation has it

@@ -154,9 +154,9 @@ import TestSupport
         queue.addOperation(running)
         #expect(held.waitUntilStarted(running.name!))
         queue.addOperation(next)
-        // `running` was handed off, so `next` has its turn: it is ready, behind `running` in
-        // Foundation's serial queue.
-        #expect(waitUntil { next.snapshot().state == .ready })
+        // `running` keeps the turn until it has finished (and let its dependents go, who may
+        // have been added before `next`): `next` waits in line for it.
+        #expect(next.snapshot() == OperationSnapshot(name: next.name!, state: .waitingInLine, isCancelled: false, waitsFor: [.turnOnSerialQueue(queue.name)]))
         held.finish(running.name!)
         #expect(waitUntilFinished([next]))
     }
