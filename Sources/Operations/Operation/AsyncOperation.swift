@@ -58,9 +58,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation on (its `underlyingQueue`, with `OperationQueue.current` the queue). Started by
     /// hand or by a plain `OperationQueue`, on the thread that let it through: the one that called
     /// `start()` if nothing held it back, otherwise the one that answered its last condition. One
-    /// that waited for a category (or a category's lock) executes, once granted it, on a Dispatch
-    /// thread of its `qualityOfService`: never inside the finish of the operation that freed it,
-    /// which would keep that operation's dependents waiting until this one returns. The default
+    /// granted its categories on another thread (by the finish of the operation that held one),
+    /// or through a category's lock, executes on a Dispatch thread of its `qualityOfService`:
+    /// never inside another operation's finish, which would keep that operation's dependents
+    /// waiting until this one returns. The default
     /// calls `main()` and then finishes, so a subclass that overrides `main()` behaves like a
     /// synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
@@ -352,13 +353,25 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         for watcher in remains.watchers {
             DependencyWatcher.stop(watcher)
         }
-        if !remains.dependents.isEmpty {
+        if let queue = remains.queue {
+            leave(queue, ticket: remains.linePlace.ticket, afterTelling: remains.dependents)
+        } else if !remains.dependents.isEmpty {
             notifyDependents(remains.dependents)
         }
-        // After its dependents: on a serial queue, those that asked for their turn go before
-        // whoever waited in line and was added after them.
-        remains.queue?.operationDidLeave(ticket: remains.linePlace.ticket)
         DeferredRelease.release(&remains.released)
+    }
+
+    /// Tells `dependents` it finished, then `queue` that it left. On a serial queue, dependents
+    /// that asked for their turn meanwhile then go before whoever waited in line and was added
+    /// after them. A thread already telling operations of a finish (a dependent that finished as
+    /// it heard of another) tells these later, in order: the queue hears it left after them.
+    private func leave(_ queue: AsyncOperationQueue, ticket: UInt64, afterTelling dependents: SmallArray<WeakFinishWatcher>) {
+        guard !dependents.isEmpty else {
+            queue.operationDidLeave(ticket: ticket)
+            return
+        }
+        notifyDependents(dependents)
+        Trampoline.run(with: (queue, ticket)) { queue, ticket in queue.operationDidLeave(ticket: ticket) }
     }
 
     // MARK: - Cancelling

@@ -303,4 +303,35 @@ struct SerialOrderTests {
         #expect(waitUntilFinished(waited))
         #expect(log.all == ["A", "B", "C"])
     }
+
+    // A finish's dependents ask for their turn before the turn goes on, also when one of them
+    // finishes as it hears of the finish (its condition fails at once), and tells its own
+    // dependents while the first finish's are still being told.
+    @Test func dependentOfADependentThatFinishedAtOnce_goesBeforeALaterDependentOfTheFirstFinish() {
+        // Given a dependency on another queue, and a serial queue with [failing (waits for it,
+        // its condition fails), follower (waits for failing), later (waits for the dependency)]
+        let held = HeldOperations()
+        let dependencyName = uniqueName("dependency")
+        let dependency = held.make(dependencyName)
+        AsyncOperationQueue().addOperation(dependency)
+        #expect(held.waitUntilStarted(dependencyName))
+        let log = Recorder<String>()
+        let failing = AsyncBlockOperation { log.append("failing") }
+        failing.addCondition(StubCondition.failing(StubError("no")))
+        failing.addDependency(dependency)
+        let follower = AsyncBlockOperation { log.append("follower") }
+        follower.addDependency(failing)
+        let later = AsyncBlockOperation { log.append("later") }
+        later.addDependency(dependency)
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.addOperations([failing, follower, later], waitUntilFinished: false)
+
+        // When the dependency finishes
+        held.finish(dependencyName)
+
+        // Then the follower, added before the later one, runs first
+        #expect(waitUntilFinished([failing, follower, later]))
+        #expect(log.all == ["follower", "later"])
+    }
 }
