@@ -128,11 +128,12 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
 
     /// Adds children the group itself made (an attempt, a composite's declared child), in order.
     func admitChildren(_ operations: [Foundation.Operation], beingCreated: Bool = false) {
-        guard !children.withLock(\.isDone) else {
-            if isCancelled {
-                operations.forEach { $0.cancel() } // children of a cancelled group must not run
+        let groupIsCancelled = isCancelled
+        if let tooLate = children.withLock({ $0.admissionOnceDone(groupIsCancelled: groupIsCancelled) }) {
+            if tooLate == .tooLateNeverToRun {
+                operations.forEach { $0.cancel() } // the group stopped its children: these must not run
             }
-            OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run (or, the group being cancelled, finish cancelled) on a shared queue")
+            OperationDiagnostics.report(.configuredTooLate, self, "children were added after the group finished; they run (or, the group having stopped its children, finish cancelled) on a shared queue")
             queue.engine.fallbackQueue.addOperations(operations, waitUntilFinished: false)
             return
         }
@@ -216,7 +217,7 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
             break
         }
         pending.admitted += 1
-        if Self.rollsUpByItself(child), let childGroup = child as? GroupOperation {
+        if let childGroup = child as? GroupOperation, !childGroup.progressHasParent {
             // A child group's progress rolls up into this one as Foundation's child progress does.
             pending.childProgress.append(childGroup.progress)
         }

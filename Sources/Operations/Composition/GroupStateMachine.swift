@@ -71,14 +71,23 @@ struct GroupStateMachine<Child> {
     /// A child joins; `groupIsCancelled` says whether the group was cancelled (its children then
     /// must not run, whatever the phase).
     mutating func childAdmitted(_ child: Child, groupIsCancelled: Bool) -> Admission {
+        if let tooLate = admissionOnceDone(groupIsCancelled: groupIsCancelled) {
+            return tooLate
+        }
         let mustNotRun = stopsChildren || groupIsCancelled
-        guard !isDone else { return mustNotRun ? .tooLateNeverToRun : .tooLate }
         unfinishedChildren += 1
         admittedChildren += 1
         if phase == .waiting {
             childrenBeforeExecution.append(child)
         }
         return mustNotRun ? .countedNeverToRun : .counted
+    }
+
+    /// What becomes of children that join once the group is done (`.tooLate` or
+    /// `.tooLateNeverToRun`), without admitting them; `nil` while it still takes children.
+    func admissionOnceDone(groupIsCancelled: Bool) -> Admission? {
+        guard isDone else { return nil }
+        return stopsChildren || groupIsCancelled ? .tooLateNeverToRun : .tooLate
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {
