@@ -584,24 +584,13 @@ extension AsyncOperation {
         case let .startExecuting(observers, queue, ticket) where whileAsking:
             beginExecution(observers: observers, queue: queue, ticket: ticket) // by hand, or by Foundation after giving categories back
         case let .startExecuting(observers, queue, ticket):
-            DispatchQueue.global(qos: Self.dispatchClass(of: qualityOfService)).async { [self] in
+            DispatchQueue.global(qos: qualityOfService.dispatchClass).async { [self] in
                 beginExecution(observers: observers, queue: queue, ticket: ticket)
             }
         case let .releaseAtOnce(categories):
             (controller ?? engine.exclusivity).release(categories)
         case let .finish(finishing):
             perform(finishing)
-        }
-    }
-
-    /// The Dispatch class that matches an operation's quality of service.
-    private static func dispatchClass(of quality: QualityOfService) -> DispatchQoS.QoSClass {
-        switch quality {
-        case .userInteractive: .userInteractive
-        case .userInitiated: .userInitiated
-        case .utility: .utility
-        case .background: .background
-        default: .default
         }
     }
 }

@@ -55,7 +55,9 @@ public protocol OperationCondition: Sendable {
     /// `completion` without calling it fails the operation with
     /// `AsyncOperationError.conditionNeverAnswered`; one that holds it longer than the queue's
     /// `conditionEvaluationTimeout` fails it with `.conditionTimedOut`. Do not block the calling
-    /// thread: it may be the thread that added the operation, or that called `addCondition(_:)`.
+    /// thread: it may be the thread that added the operation, that called `addCondition(_:)`, or
+    /// that finished what the operation waited for (a dependency, or on a serial queue the
+    /// operation before it).
     func evaluate(for operation: AsyncOperation, completion: @escaping @Sendable (ConditionResult) -> Void)
 }
 

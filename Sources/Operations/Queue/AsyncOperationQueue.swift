@@ -562,7 +562,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         case let .reject(kind, message):
             operation.logAdded(attachment, refused: true) // it went elsewhere since the logger joined
             reportRefusedAdd(kind, of: operation, message)
-            perform(state.withLock { $0.scheduler.operationLeft(ticket: nil) }) // counted by beginAdding
+            perform(state.withLock { $0.scheduler.refusedAtAdd() }) // counted by beginAdding
         case .handOffNow:
             operation.logAdded(attachment)
             admitToGroup(operation, into: &batch, context)
@@ -852,8 +852,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     // MARK: - Events from operations
 
-    /// `operation`, added with `ticket`, started: on a serial queue the next one may go to
-    /// Foundation now.
+    /// `operation`, added with `ticket`, started: the delegate hears it, and on a queue made
+    /// concurrent since it was handed off, its turn ends (on a serial queue the turn lasts until
+    /// it left: `operationDidLeave(ticket:)`).
     func operationDidStart(_ operation: AsyncOperation, ticket: UInt64) {
         let (delegate, letThrough) = state.withLock { state in
             (state.settings.delegateIfSet, state.scheduler.handedOffOperationStarted(ticket: ticket))

@@ -147,7 +147,7 @@ struct QueueScheduler {
     }
 
     /// An add begins. `asyncCount` `AsyncOperation`s are counted as unfinished at once, before any
-    /// of them can finish; one that is refused leaves again through `operationLeft(ticket:)`.
+    /// of them can finish; one that is refused leaves again through `refusedAtAdd()`.
     mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
         if asyncCount > 1 && (isSuspended || isSerial) {
@@ -387,7 +387,7 @@ struct QueueScheduler {
         }
         var letThrough = LetThrough()
         send(operation, ticket: ticket, into: &letThrough)
-        if !isSerial, inProgress.remove(ticket) { // on a serial queue the turn lasts until it starts
+        if !isSerial, inProgress.remove(ticket) { // on a serial queue the turn lasts until it left
             drain(into: &letThrough)
         }
         return .handOff(letThrough)
@@ -462,15 +462,23 @@ struct QueueScheduler {
     }
 
     /// An `AsyncOperation` has finished, Foundation has let go of it and its dependents have
-    /// heard of it (or it was refused, with no `ticket`). A turn it held ends: whoever waits in
-    /// line goes on, after those dependents that asked for their turn meanwhile and were added
-    /// earlier.
-    mutating func operationLeft(ticket: UInt64?) -> Departure {
+    /// heard of it. A turn it held ends: whoever waits in line goes on, after those dependents
+    /// that asked for their turn meanwhile and were added earlier.
+    mutating func operationLeft(ticket: UInt64) -> Departure {
+        depart(endTurn(ticket: ticket) ?? LetThrough())
+    }
+
+    /// An `AsyncOperation` counted as the add began was refused (it went to another queue, or
+    /// finished meanwhile): it leaves again, having held no turn.
+    mutating func refusedAtAdd() -> Departure {
+        depart(LetThrough())
+    }
+
+    /// One operation fewer is unfinished: its slot is free for whoever waits for one, after
+    /// those `letThrough` lets through already.
+    private mutating func depart(_ letThrough: LetThrough) -> Departure {
         unfinished -= 1
-        var departure = Departure()
-        if let ticket, let letThrough = endTurn(ticket: ticket) {
-            departure.letThrough = letThrough
-        }
+        var departure = Departure(letThrough: letThrough)
         drainSlotLine(into: &departure.letThrough)
         departure.idleWaiters = takeIdleWaitersIfIdle()
         return departure
@@ -635,7 +643,7 @@ struct QueueScheduler {
         }
         while let waiter = line.removeFirst() {
             release(waiter, into: &letThrough)
-            if !inProgress.isEmpty { return } // it took the turn: one that goes on, or an `AsyncOperation` until it starts
+            if !inProgress.isEmpty { return } // it took the turn: one that goes on, or an `AsyncOperation` until it left
         }
     }
 

@@ -12,11 +12,10 @@ import TestSupport
 // bridges raced against cancellation and shutdown; barriers, suspension and queue width mixed
 // with categories; observers on composites and their children; and ProcedureKit's spellings
 // from the migration guide. Each probe quotes the sentence it checks. Every wait for something
-// that must happen is bounded, and nothing asserts on wall-clock speed. Four probes fail as
-// written (serial order around a dependency that just finished, on a serial queue and in a
-// serial group, and a category's next grant when the previous link of a chain lets go): the
-// dependents of a finishing operation are told only after its slot, turn and categories were
-// given away.
+// that must happen is bounded, and nothing asserts on wall-clock speed. Three probes failed as
+// first written (serial order around a dependency that just finished, on a serial queue, in a
+// serial group and after a retry): a serial queue's turn ended when the operation started, so
+// the next in line went to Foundation before the dependents of the running one were told.
 
 /// Whether `error` is `AsyncOperationError.categoryHeldByEnclosingGroup` for a category whose
 /// name contains `category`.

@@ -16,7 +16,7 @@ import Testing
         #expect(scheduler.held.tableSize >= 10_000, "room for the whole batch, reserved when the add begins")
         // Every operation of the batch was refused (none reached the scheduler): they leave again.
         for _ in 0..<5_000 {
-            _ = scheduler.operationLeft(ticket: nil)
+            _ = scheduler.refusedAtAdd()
         }
         _ = scheduler.endAdmission(generation: generation, cancellationsAtBegin: scheduler.cancellationsOfAll)
         #expect(scheduler.held.isEmpty && scheduler.held.tableSize == 0, "the unused room is given back when the add ends")
@@ -119,11 +119,11 @@ import Testing
         if madeSerial {
             _ = scheduler.setWidth(1)
             #expect(scheduler.slotLine.waiters.map(\.ticket) == [3, 4, 5])
-            _ = scheduler.operationLeft(ticket: nil) // one running operation is left: no slot is free yet
+            _ = scheduler.operationLeft(ticket: 1) // one running operation is left: no slot is free yet
         }
 
         // A slot frees up: the first in the line goes on.
-        let departure = scheduler.operationLeft(ticket: nil)
+        let departure = scheduler.operationLeft(ticket: madeSerial ? 2 : 1)
         #expect(departure.letThrough.proceed.map(ObjectIdentifier.init) == [ObjectIdentifier(madeSerial ? waiting[0] : waiting[2])])
     }
 }
