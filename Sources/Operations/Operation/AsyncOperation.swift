@@ -61,9 +61,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// granted its categories on another thread (by the finish of the operation that held one),
     /// or through a category's lock, executes on a Dispatch thread of its `qualityOfService`:
     /// never inside another operation's finish, which would keep that operation's dependents
-    /// waiting until this one returns. The default
-    /// calls `main()` and then finishes, so a subclass that overrides `main()` behaves like a
-    /// synchronous operation.
+    /// waiting until this one returns. (So does one that gave its categories back as its queue
+    /// narrowed and asks for them again once Foundation starts it, on its queue's
+    /// `underlyingQueue` if it has one, where `OperationQueue.current` is not the queue.) The
+    /// default calls `main()` and then finishes, so a subclass that overrides `main()` behaves
+    /// like a synchronous operation.
     /// Cancellation is cooperative: check `isCancelled` and finish early when it becomes true.
     open func execute() {
         main()
@@ -363,14 +365,15 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// Tells `dependents` it finished, then `queue` that it left. On a serial queue, dependents
     /// that asked for their turn meanwhile then go before whoever waited in line and was added
-    /// after them. A thread already telling operations of a finish (a dependent that finished as
-    /// it heard of another) tells these later, in order: the queue hears it left after them.
+    /// after them. Both go through the thread's trampoline: a thread already telling operations
+    /// of a finish (a dependent that finished as it heard of another) tells these later, in
+    /// order, so the queue hears it left after them; and the next operation its leave lets
+    /// through, finishing at once (its condition fails), does not recurse into another leave,
+    /// which a long line would take past the stack.
     private func leave(_ queue: AsyncOperationQueue, ticket: UInt64, afterTelling dependents: SmallArray<WeakFinishWatcher>) {
-        guard !dependents.isEmpty else {
-            queue.operationDidLeave(ticket: ticket)
-            return
+        if !dependents.isEmpty {
+            notifyDependents(dependents)
         }
-        notifyDependents(dependents)
         Trampoline.run(with: (queue, ticket)) { queue, ticket in queue.operationDidLeave(ticket: ticket) }
     }
 
