@@ -584,7 +584,9 @@ extension AsyncOperation {
         case let .startExecuting(observers, queue, ticket) where whileAsking:
             beginExecution(observers: observers, queue: queue, ticket: ticket) // by hand, or by Foundation after giving categories back
         case let .startExecuting(observers, queue, ticket):
-            DispatchQueue.global(qos: qualityOfService.dispatchClass).async { [self] in
+            // `queue`: Foundation started it, after it gave its categories back (see `execute()`)
+            let target = queue?.underlyingQueue ?? DispatchQueue.global(qos: qualityOfService.dispatchClass)
+            target.async { [self] in
                 beginExecution(observers: observers, queue: queue, ticket: ticket)
             }
         case let .releaseAtOnce(categories):
