@@ -7,7 +7,9 @@ import Foundation
 /// `operationDidStart` exactly once, before `execute()` (only if the operation executes);
 /// `operationDidCancel` at most once; `operation(_:didProduce:)` once per operation produced
 /// before the finish began (one produced later still runs, unheard); and `operationDidFinish`
-/// exactly once, last, with `errors` already final.
+/// exactly once, last, with `errors` already final. Do not block in them waiting for a queue or
+/// another operation: the calling thread may still owe queues the news of other finishes, and a
+/// `waitUntilAllOperationsAreFinished()` that needs it would never return.
 public protocol OperationObserver: Sendable {
     /// The operation is about to execute.
     func operationDidStart(_ operation: AsyncOperation)

@@ -29,11 +29,17 @@ enum Trampoline {
             index += 1
             next()
             if index >= 1024 {
-                list.pending.removeFirst(index)
+                // Released after the list is changed: a release may run a deinit that schedules work.
+                withExtendedLifetime(Array(list.pending[..<index])) {
+                    list.pending.removeFirst(index)
+                }
                 index = 0
             }
         }
-        list.pending.removeAll(keepingCapacity: false)
+        let ran = list.pending
+        list.pending = []
         list.isDraining = false
+        withExtendedLifetime(ran) {} // released last, as above, with nothing draining
+
     }
 }
