@@ -296,7 +296,8 @@ open class GroupOperation: AsyncOperation, ProgressReporting, @unchecked Sendabl
     /// Whether its children are being stopped: it is cancelled, or finishing other than by its
     /// last child's finish. A composite or a retry starts nothing more then.
     var childrenAreStopping: Bool {
-        isCancelled || children.withLock(\.stopsChildren)
+        let groupIsCancelled = isCancelled
+        return children.withLock { $0.childrenMustNotRun(groupIsCancelled: groupIsCancelled) }
     }
 
     override func cancellationDuringExecution() {

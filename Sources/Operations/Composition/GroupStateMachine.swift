@@ -74,7 +74,7 @@ struct GroupStateMachine<Child> {
         if let tooLate = admissionOnceDone(groupIsCancelled: groupIsCancelled) {
             return tooLate
         }
-        let mustNotRun = stopsChildren || groupIsCancelled
+        let mustNotRun = childrenMustNotRun(groupIsCancelled: groupIsCancelled)
         unfinishedChildren += 1
         admittedChildren += 1
         if phase == .waiting {
@@ -87,7 +87,13 @@ struct GroupStateMachine<Child> {
     /// `.tooLateNeverToRun`), without admitting them; `nil` while it still takes children.
     func admissionOnceDone(groupIsCancelled: Bool) -> Admission? {
         guard isDone else { return nil }
-        return stopsChildren || groupIsCancelled ? .tooLateNeverToRun : .tooLate
+        return childrenMustNotRun(groupIsCancelled: groupIsCancelled) ? .tooLateNeverToRun : .tooLate
+    }
+
+    /// Whether the group's children must not run (start nothing more): it is cancelled, or it
+    /// stops them (`stopsChildren`).
+    func childrenMustNotRun(groupIsCancelled: Bool) -> Bool {
+        stopsChildren || groupIsCancelled
     }
 
     mutating func childFinished(errors: [any Error]) -> Action {
