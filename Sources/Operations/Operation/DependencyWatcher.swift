@@ -4,23 +4,139 @@ import Foundation
 ///
 /// Foundation offers no portable way to observe an operation finishing (there is no real
 /// key-value observing on Linux), so a tiny watcher operation that depends on it runs on a
-/// private queue and reports back.
+/// private queue and reports back: one watcher per watched operation, however many listen, so
+/// that its reports come in a known order (those asked for with `watch`, in order, then those
+/// asked for with `watchAfterOtherWatchers`).
 /// One per engine (`OperationsEngine.dependencyWatcher`).
 final class DependencyWatcher: Sendable {
     private let queue: OperationQueue
+    private let table = Locked.make(Table())
+
+    private struct Table {
+        /// The watch of each watched operation, by its identity, until it reports.
+        var watches: [ObjectIdentifier: Watch] = [:]
+        /// The key of the latest subscription (a listener that may stop).
+        var lastKey: UInt64 = 0
+    }
 
     init() {
         queue = OperationQueue()
         queue.name = "Operations.DependencyWatcher"
     }
 
-    /// Calls `report` once `operation` has finished or been cancelled. Cancel the returned
-    /// watcher to stop listening.
-    func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Operation {
-        let watcher = BlockOperation(block: report)
+    /// Those listening for one operation's finish, and the operation that tells them.
+    private final class Watch: @unchecked Sendable { // changed only under `table`'s lock
+        var watcher: Operation?
+        var reports: [(subscription: UInt64, report: @Sendable () -> Void)] = []
+        var lastReports: [@Sendable () -> Void] = []
+
+        var isEmpty: Bool { reports.isEmpty && lastReports.isEmpty }
+    }
+
+    /// One listener's place in a watch: stop it (`stop(_:)`) to stop listening.
+    final class Subscription: Sendable {
+        fileprivate let watched: ObjectIdentifier
+        fileprivate let key: UInt64
+        fileprivate let watcher: DependencyWatcher
+
+        init(watched: ObjectIdentifier, key: UInt64, watcher: DependencyWatcher) {
+            self.watched = watched
+            self.key = key
+            self.watcher = watcher
+        }
+    }
+
+    /// Calls `report` once `operation` has finished or been cancelled. Stop the returned
+    /// subscription to stop listening.
+    func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Subscription {
+        let key = join(operation) { watch, key in watch.reports.append((key, report)) }
+        return Subscription(watched: ObjectIdentifier(operation), key: key, watcher: self)
+    }
+
+    /// Calls `report` once `operation` has finished or been cancelled, after every report asked
+    /// for with `watch(_:report:)` before it finished: a serial queue's turn, held by a plain
+    /// operation, ends once that operation's dependents have heard of its finish, as Foundation's
+    /// serial queue picks its next operation among those ready then.
+    func watchAfterOtherWatchers(_ operation: Operation, report: @escaping @Sendable () -> Void) {
+        _ = join(operation) { watch, _ in watch.lastReports.append(report) }
+    }
+
+    /// Adds a listener (`listen`, given a new key) to the watch of `operation`, making the watch
+    /// first if there is none: its watcher is made outside the lock, and dropped if another
+    /// thread made one first. Returns the listener's key.
+    private func join(_ operation: Operation, listening listen: (Watch, UInt64) -> Void) -> UInt64 {
+        let id = ObjectIdentifier(operation)
+        let joined = table.withLock { table -> UInt64? in
+            guard let watch = table.watches[id] else { return nil }
+            table.lastKey += 1
+            listen(watch, table.lastKey)
+            return table.lastKey
+        }
+        if let joined { return joined }
+        let watch = Watch()
+        let watcher = BlockOperation { [self, weak watch] in // the watch holds its watcher
+            if let watch { report(watch, of: id) }
+        }
         watcher.addDependency(operation)
-        queue.addOperation(watcher)
-        return watcher
+        watch.watcher = watcher
+        let (key, made) = table.withLock { table -> (UInt64, Bool) in
+            table.lastKey += 1
+            if let existing = table.watches[id] {
+                listen(existing, table.lastKey)
+                return (table.lastKey, false)
+            }
+            listen(watch, table.lastKey)
+            table.watches[id] = watch
+            return (table.lastKey, true)
+        }
+        if made {
+            queue.addOperation(watcher)
+        } else {
+            Self.detach(watcher) // another thread's watch came first
+        }
+        return key
+    }
+
+    /// The watched operation finished: its listeners hear of it, in order.
+    private func report(_ watch: Watch, of id: ObjectIdentifier) {
+        let (reports, lastReports) = table.withLock { table in
+            if table.watches[id] === watch {
+                table.watches[id] = nil // a listener from now on gets a watch of its own, which reports at once
+            }
+            defer {
+                watch.reports = []
+                watch.lastReports = []
+            }
+            return (watch.reports, watch.lastReports)
+        }
+        for entry in reports {
+            entry.report()
+        }
+        for report in lastReports {
+            report()
+        }
+    }
+
+    /// Stops `subscription`: its report is not made (unless it is being made already). A watch
+    /// left with nobody listening stops too.
+    static func stop(_ subscription: Subscription) {
+        subscription.watcher.stop(subscription)
+    }
+
+    private func stop(_ subscription: Subscription) {
+        // Both released after unlocking: the report is the listener's closure.
+        let (stopped, removed) = table.withLock { table -> (Watch?, (@Sendable () -> Void)?) in
+            guard let watch = table.watches[subscription.watched],
+                  let index = watch.reports.firstIndex(where: { $0.subscription == subscription.key }) else { return (nil, nil) }
+            let removed = watch.reports.remove(at: index).report
+            guard watch.isEmpty else { return (nil, removed) }
+            table.watches[subscription.watched] = nil
+            return (watch, removed)
+        }
+        withExtendedLifetime(removed) {}
+        if let watcher = stopped?.watcher {
+            Self.detach(watcher)
+        }
     }
 
     /// Keeps `operation` alive until each of `dependencies` has finished.
@@ -42,7 +158,7 @@ final class DependencyWatcher: Sendable {
 
     /// Stops `watcher`. It first detaches from the watched operation: Foundation keeps an
     /// unretained pointer from a dependency to its dependents, which must not outlive the watcher.
-    static func stop(_ watcher: Operation) {
+    private static func detach(_ watcher: Operation) {
         for dependency in watcher.dependencies {
             watcher.removeDependency(dependency)
         }

@@ -52,7 +52,7 @@ struct LifecycleStorage {
     func recordCycle(through dependency: ObjectIdentifier, name: String, wasCounted: Bool) -> OperationLifecycle.CycleRecording { locked.withLock { $0.recordCycle(through: dependency, name: name, wasCounted: wasCounted) } }
     func addSelfDependency(_ id: ObjectIdentifier, name: String) -> OperationLifecycle.SelfDependency { locked.withLock { $0.addSelfDependency(id, name: name) } }
     func addConditionDependency(_ operation: Operation) -> OperationLifecycle.ConditionDependencyAddition { locked.withLock { $0.addConditionDependency(operation) } }
-    func watch(_ id: ObjectIdentifier, with watcher: Operation) -> OperationLifecycle.WatcherKeeping { locked.withLock { $0.watch(id, with: watcher) } }
+    func watch(_ id: ObjectIdentifier, with watcher: DependencyWatcher.Subscription) -> OperationLifecycle.WatcherKeeping { locked.withLock { $0.watch(id, with: watcher) } }
 
     /// Widens the plain operations the operation reaches by `reached`; the reach it has now and
     /// the dependents to tell, or `nil` if that added nothing (or it is finishing). The union is

@@ -165,7 +165,7 @@ struct OperationLifecycle {
     private(set) var unfinishedDependencies = SmallArray<ObjectIdentifier>()
 
     /// Watchers that report when a plain Foundation dependency finishes.
-    private(set) var dependencyWatchers: [ObjectIdentifier: Operation] = [:]
+    private(set) var dependencyWatchers: [ObjectIdentifier: DependencyWatcher.Subscription] = [:]
     /// Operations waiting for this one to finish.
     private(set) var dependents = SmallArray<WeakFinishWatcher>()
     /// The dependency that closes a cycle, those its conditions brought and the plain operations
@@ -660,7 +660,7 @@ struct OperationLifecycle {
     enum Removal {
         /// Stop the watcher that listened to it (a plain dependency's), if any, then do `then`:
         /// the operation no longer waits for it.
-        case removed(stopWatching: Operation?, then: DependencyAction)
+        case removed(stopWatching: DependencyWatcher.Subscription?, then: DependencyAction)
     }
 
     /// Removes a dependency: the operation no longer waits for it.
@@ -682,12 +682,12 @@ struct OperationLifecycle {
         case kept
         /// The operation no longer waits for it (removed, finished, or the operation finished
         /// since the dependency was added): stop the watcher, after unlocking.
-        case stop(Operation)
+        case stop(DependencyWatcher.Subscription)
     }
 
     /// Waits for the finish of an operation that is not an `AsyncOperation`, told by `watcher`,
     /// unless it stopped waiting for it meanwhile.
-    mutating func watch(_ id: ObjectIdentifier, with watcher: Operation) -> WatcherKeeping {
+    mutating func watch(_ id: ObjectIdentifier, with watcher: DependencyWatcher.Subscription) -> WatcherKeeping {
         guard unfinishedDependencies.lastIndex(of: id) != nil else { return .stop(watcher) } // from the end: it was added last
         dependencyWatchers[id] = watcher
         return .kept
@@ -1580,7 +1580,7 @@ struct OperationLifecycle {
         /// Released by the caller after unlocking: their `deinit` is user code.
         var observers: [any OperationObserver]
         var conditions: [any OperationCondition]
-        var watchers: [Operation]
+        var watchers: [DependencyWatcher.Subscription]
         var queue: AsyncOperationQueue?
         var categoryLockGate: CategoryLockGate?
         var errors: [any Error]

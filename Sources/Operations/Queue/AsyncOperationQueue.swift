@@ -819,9 +819,31 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         repeat {
             let delivery = state.withLock { [given] in $0.scheduler.takeOutbox(given: given) }
             delivery.idleWaiters.signal()
+            let waitingForDependencies = delivery.plainTurns.filter { !keepsTurnUntilItLeft($0) }
             given = delivery.next
             giveToFoundation(SmallArray(given))
+            for turn in waitingForDependencies {
+                plainOperationLeft(ticket: turn.ticket)
+            }
         } while !given.isEmpty
+    }
+
+    /// A plain operation about to reach Foundation took the turn of a serial queue: it keeps it
+    /// until it has finished and its dependents have heard of it (watched before Foundation has
+    /// it, so that it cannot finish first), unless it waits for dependencies (its readiness is
+    /// read outside every lock: a subclass may override it), as Foundation's serial queue runs
+    /// others while one waits. Whether it keeps it.
+    private func keepsTurnUntilItLeft(_ turn: QueueScheduler.PlainTurn) -> Bool {
+        guard turn.operation.isReady else { return false }
+        let ticket = turn.ticket
+        engine.dependencyWatcher.watchAfterOtherWatchers(turn.operation) { [weak self] in
+            self?.plainOperationLeft(ticket: ticket)
+        }
+        return true
+    }
+
+    private func plainOperationLeft(ticket: UInt64) {
+        perform(state.withLock { $0.scheduler.plainOperationLeft(ticket: ticket) })
     }
 
     private var isForwardingToFoundation: Bool {

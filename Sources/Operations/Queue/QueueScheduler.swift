@@ -15,8 +15,10 @@ import Foundation
 ///   Foundation's serial queue, which picks its next operation among those ready once the one
 ///   it ran has finished.
 ///   Operations that need neither conditions nor categories, and plain Foundation operations,
-///   wait in the same line; a plain operation's turn ends once Foundation has it (the queue does
-///   not watch it start).
+///   wait in the same line. A plain operation ready to start as Foundation gets it keeps the
+///   turn until it has finished and its dependents have heard of it (the queue watches it);
+///   one that waits for dependencies gives the turn up then (`plainOperationLeft(ticket:)`), as
+///   Foundation's serial queue runs others while it waits.
 /// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
 ///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
 ///   order, once the queue resumes.
@@ -123,6 +125,9 @@ struct QueueScheduler {
     /// Plain operations the scheduler keeps (in line, or in the outbox) and has not given to
     /// Foundation yet: a wait for the queue waits for them too, as Foundation's would.
     private(set) var keptPlain = 0
+    /// Plain operations in a serial queue's outbox, with the tickets of the turns they take:
+    /// handed to the deliverer with them (`OutboxDelivery.plainTurns`).
+    private var plainTurnsInOutbox: [PlainTurn] = []
     /// Threads in `waitUntilAllOperationsAreFinished()`, woken once the scheduler is idle.
     private(set) var idleWaiters = IdleWaiters()
     /// The latest barrier that has not finished: everything added after it waits for it.
@@ -468,6 +473,25 @@ struct QueueScheduler {
         depart(endTurn(ticket: ticket) ?? LetThrough())
     }
 
+    /// A plain operation given to Foundation on a serial queue has finished and its dependents
+    /// have heard of it, or it waited for dependencies as Foundation got it: the turn it took
+    /// ends, and whoever waits for it goes on.
+    mutating func plainOperationLeft(ticket: UInt64) -> LetThrough {
+        endTurn(ticket: ticket) ?? LetThrough()
+    }
+
+    /// The turns of the plain operations among `delivered`, which the outbox's deliverer takes
+    /// to give to Foundation; they leave the list.
+    private mutating func takePlainTurns(of delivered: [Operation]) -> [PlainTurn] {
+        var taken: [PlainTurn] = []
+        for operation in delivered where !(operation is AsyncOperation) {
+            if let index = plainTurnsInOutbox.firstIndex(where: { $0.operation === operation }) {
+                taken.append(plainTurnsInOutbox.remove(at: index))
+            }
+        }
+        return taken
+    }
+
     /// An `AsyncOperation` counted as the add began was refused (it went to another queue, or
     /// finished meanwhile): it leaves again, having held no turn.
     mutating func refusedAtAdd() -> Departure {
@@ -516,6 +540,9 @@ struct QueueScheduler {
             if isSerial {
                 inProgress.insert(ticket)
             }
+        } else if isSerial {
+            inProgress.insert(ticket) // until `plainOperationLeft(ticket:)`
+            plainTurnsInOutbox.append(PlainTurn(operation: operation, ticket: ticket))
         }
         guard usesOutbox else {
             letThrough.handOff.append(operation)
@@ -526,11 +553,22 @@ struct QueueScheduler {
         }
     }
 
+    /// A plain operation given to Foundation on a serial queue, and the ticket of the turn it
+    /// took: the deliverer ends the turn once the operation has finished, and its dependents
+    /// have heard of it, or at once if it waits for dependencies.
+    struct PlainTurn {
+        let operation: Operation
+        let ticket: UInt64
+    }
+
     /// What the outbox's deliverer does next.
     struct OutboxDelivery {
         /// What to give Foundation next, in order; empty when the outbox is empty, and then
         /// nobody delivers any more.
         var next: [Operation] = []
+        /// The turns of the plain operations among `next` (see `PlainTurn`): watched before they
+        /// reach Foundation, so that none can finish first.
+        var plainTurns: [PlainTurn] = []
         /// Threads to wake: what was given was the last thing left.
         var idleWaiters = IdleWaiters()
     }
@@ -540,6 +578,9 @@ struct QueueScheduler {
         var delivery = OutboxDelivery(idleWaiters: gaveToFoundation(given))
         if case let .items(next) = outbox.takeNext() {
             delivery.next = next
+            if !plainTurnsInOutbox.isEmpty {
+                delivery.plainTurns = takePlainTurns(of: next)
+            }
         }
         return delivery
     }

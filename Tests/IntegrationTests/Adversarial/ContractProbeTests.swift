@@ -286,20 +286,18 @@ struct ContractProbeTests {
         #expect(busyStarted.wait(timeout: generousTimeout))
 
         // When an operation needing X is added to it, and settles: granted X and handed to
-        // Foundation, or waiting for a free slot
+        // Foundation, or waiting for its turn (the plain one keeps it while it runs)
         let waiting = AsyncBlockOperation {}
         waiting.addCondition(ExclusiveCategory(x))
         queue.addOperation(waiting)
         #expect(waitUntil {
             let snapshot = waiting.snapshot()
-            return snapshot.state == .ready || snapshot.waitsFor.contains { if case .freeSlot = $0 { true } else { false } }
+            return snapshot.state == .ready || snapshot.waitsFor.contains { if case .turnOnSerialQueue = $0 { true } else { false } }
         })
 
-        // Then it waits for the slot, holding no category (an operation of another queue needing
-        // X would wait for it otherwise)
-        withKnownIssue("the scheduler counts only AsyncOperations in its slots: a plain operation's slot is not seen (README, Known limitations)") {
-            #expect(waiting.snapshot().state != .ready, "X was granted to an operation that could not start")
-        }
+        // Then it waits, holding no category (an operation of another queue needing X would wait
+        // for it otherwise)
+        #expect(waiting.snapshot().state != .ready, "X was granted to an operation that could not start")
         #expect(!waiting.isFinished)
         release.signal()
         #expect(waitUntilFinished([busy, waiting]))

@@ -244,29 +244,28 @@ struct SerialOrderProbeTests {
     }
 
     // API.md 5: "cancel(with:) before the operation starts: it finishes without executing".
-    // README, known limitations: a plain operation's turn ends once Foundation has it, so the next
-    // `AsyncOperation` reaches Foundation while it runs: cancelled there, it must still let the
-    // queue go on.
+    // A plain operation keeps a serial queue's turn while it runs, so the next `AsyncOperation`
+    // waits in line behind it: cancelled there, it must still let the queue go on.
     @Test
-    func cancellingAnOperationHandedToFoundationButNotStarted_letsTheQueueGoOn() {
-        // Given a serial queue running a plain operation, with an operation handed to Foundation
-        // behind it (not started yet) and one more
+    func cancellingAnOperationWaitingBehindARunningPlainOne_letsTheQueueGoOn() {
+        // Given a serial queue running a plain operation, with an operation waiting in line
+        // behind it and one more
         let queue = serialQueue()
         let log = Recorder<String>()
         let release = Signal()
         let plain = gatedOperation("plain", started: log, release: release)
-        let handedOff = recording("handedOff", log)
+        let inLine = recording("inLine", log)
         let last = recording("last", log)
-        queue.addOperations([plain, handedOff, last], waitUntilFinished: false)
+        queue.addOperations([plain, inLine, last], waitUntilFinished: false)
         #expect(waitUntil { log.all == ["plain"] })
-        #expect(waitUntil { handedOff.snapshot().state == .ready }, "\(handedOff.snapshot())")
+        #expect(waitUntil { inLine.snapshot().state == .waitingInLine }, "\(inLine.snapshot())")
 
-        // When the handed-off one is cancelled, and the plain one then returns
-        handedOff.cancel()
+        // When the one in line is cancelled, and the plain one then returns
+        inLine.cancel()
         release.signal()
 
         // Then the cancelled one finishes without executing, and the last one runs
-        #expect(waitUntilFinished([plain, handedOff, last]), "\(queue.debugDescription)")
+        #expect(waitUntilFinished([plain, inLine, last]), "\(queue.debugDescription)")
         #expect(log.all == ["plain", "last"])
     }
 
@@ -560,22 +559,21 @@ struct SerialOrderProbeTests {
         #expect(log.all == ["waiting", "next"])
     }
 
-    // API.md 10: "A suspended queue ... starts nothing." README, known limitations: a plain
-    // operation's turn ends once Foundation has it, so the next AsyncOperation is with Foundation
-    // while it runs. API.md 9: "also across a suspension".
+    // API.md 10: "A suspended queue ... starts nothing." API.md 9: "also across a suspension".
+    // A plain operation keeps a serial queue's turn while it runs.
     @Test
-    func suspendedWhileTheNextOperationIsWithFoundationButNotStarted_startsItOnlyOnTheResume() {
-        // Given a serial queue running a plain operation, with an operation handed to Foundation
-        // behind it (not started yet) and one more
+    func suspendedWhileAPlainOperationRuns_startsTheNextOnlyOnTheResume() {
+        // Given a serial queue running a plain operation, with an operation waiting in line
+        // behind it and one more
         let queue = serialQueue()
         let log = Recorder<String>()
         let release = Signal()
         let plain = gatedOperation("plain", started: log, release: release)
-        let handedOff = recording("handedOff", log)
+        let inLine = recording("inLine", log)
         let last = recording("last", log)
-        queue.addOperations([plain, handedOff, last], waitUntilFinished: false)
+        queue.addOperations([plain, inLine, last], waitUntilFinished: false)
         #expect(waitUntil { log.all == ["plain"] })
-        #expect(waitUntil { handedOff.snapshot().state == .ready }, "\(handedOff.snapshot())")
+        #expect(waitUntil { inLine.snapshot().state == .waitingInLine }, "\(inLine.snapshot())")
 
         // When the queue is suspended, and the plain one then returns
         queue.isSuspended = true
@@ -586,8 +584,8 @@ struct SerialOrderProbeTests {
         // Then nothing starts until the resume, and then in add order
         #expect(log.all == ["plain"])
         queue.isSuspended = false
-        #expect(waitUntilFinished([handedOff, last]), "\(queue.debugDescription)")
-        #expect(log.all == ["plain", "handedOff", "last"])
+        #expect(waitUntilFinished([inLine, last]), "\(queue.debugDescription)")
+        #expect(log.all == ["plain", "inLine", "last"])
     }
 
     // `addBarrierBlock(_:)`: "A suspended queue runs the barrier only once it resumes"; API.md 9:
@@ -1018,12 +1016,12 @@ struct SerialOrderProbeTests {
         #expect(log.all == ["dependent", "later", "laterStill"])
     }
 
-    // README, known limitations: "an AsyncOperation waiting in line right behind a plain one
-    // reaches Foundation with it, and so it too starts by queuePriority against that one", as on
-    // Foundation's own serial queue. (The probe as first written expected add order, which API.md
-    // 9 promises; the README now names this case among the plain operations' limitations.)
+    // API.md 9: a serial queue starts "the operations whose dependencies have finished in the
+    // order they were added". Until a plain operation kept the turn while it ran, an
+    // AsyncOperation right behind it reached Foundation with it and started by priority against
+    // it, as on Foundation's own serial queue (a known limitation then).
     @Test
-    func asyncOperationWithHighPriority_behindAnEarlierPlainOne_startsByPriorityAsOnFoundationsSerialQueue() {
+    func asyncOperationWithHighPriority_behindAnEarlierPlainOne_startsInAddOrder() {
         // Given a serial queue running an operation, with a very-low-priority plain operation and
         // a very-high-priority AsyncOperation behind it
         let queue = serialQueue()
@@ -1042,29 +1040,9 @@ struct SerialOrderProbeTests {
         // When the runner finishes
         held.finish(runnerName)
 
-        // Then they start as Foundation's own serial queue starts them: by priority
+        // Then they start in add order
         #expect(waitUntilFinished([runner, plain, asyncOne]), "\(queue.debugDescription)")
-        let foundation = foundationsOrderForAPlainOperationAndAHigherPriorityOneBehindARunningOne()
-        #expect(log.all == foundation, "AsyncOperationQueue: \(log.all); Foundation's own serial queue: \(foundation)")
-    }
-
-    /// What Foundation's own serial queue does with the scenario above, all plain operations.
-    private func foundationsOrderForAPlainOperationAndAHigherPriorityOneBehindARunningOne() -> [String] {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        let log = Recorder<String>()
-        let release = Signal()
-        let runner = gatedOperation("runner", started: log, release: release)
-        queue.addOperation(runner)
-        #expect(waitUntil { log.count == 1 })
-        let plain = BlockOperation { log.append("plain") }
-        plain.queuePriority = .veryLow
-        let other = BlockOperation { log.append("async") }
-        other.queuePriority = .veryHigh
-        queue.addOperations([plain, other], waitUntilFinished: false)
-        release.signal()
-        #expect(waitUntilFinished([runner, plain, other]))
-        return Array(log.all.dropFirst())
+        #expect(log.all == ["plain", "async"])
     }
 
     // API.md 9, with Foundation's serial queue as the reference: a chain added last link first,

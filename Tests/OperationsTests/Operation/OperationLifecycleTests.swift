@@ -651,7 +651,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         // Given an operation whose plain dependency, watched, closed a cycle
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        let watcher = BlockOperation {}
+        let watcher = DependencyWatcher.Subscription(watched: ObjectIdentifier(dependency), key: 1, watcher: DependencyWatcher())
         _ = state.addDependency(dependency)
         _ = state.watch(ObjectIdentifier(dependency), with: watcher)
         _ = state.recordCycle(through: ObjectIdentifier(dependency), name: "plain", wasCounted: true)
@@ -673,7 +673,7 @@ private struct ConstructedCondition: OperationCondition, SatisfiedByConstruction
         // Given a plain dependency added, then removed before its watcher is kept
         var state = OperationLifecycle()
         let dependency = BlockOperation {}
-        let watcher = BlockOperation {}
+        let watcher = DependencyWatcher.Subscription(watched: ObjectIdentifier(dependency), key: 1, watcher: DependencyWatcher())
         _ = state.addDependency(dependency)
         _ = state.removeDependency(dependency)
 

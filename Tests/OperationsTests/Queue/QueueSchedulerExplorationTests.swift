@@ -73,6 +73,8 @@ private struct SchedulerModel {
     var holdsTurnFromAdd: [Bool]
     /// Found a dependency after taking its turn as it was held (once at most, to bound the scope).
     var foundDependency: [Bool]
+    /// A plain operation given to Foundation on a serial queue, holding the turn until it left.
+    var plainHoldsTurn: [Bool]
     var clock = 0
     var handOffOrder: [Int] = []
     var suspensionsLeft: Int
@@ -95,6 +97,7 @@ private struct SchedulerModel {
         conditionsPassed = Array(repeating: false, count: needs.count)
         holdsTurnFromAdd = Array(repeating: false, count: needs.count)
         foundDependency = Array(repeating: false, count: needs.count)
+        plainHoldsTurn = Array(repeating: false, count: needs.count)
         suspensionsLeft = suspensions
         _ = scheduler.setWidth(width)
     }
@@ -116,10 +119,13 @@ private struct SchedulerModel {
         handOff(letThrough.handOff)
         _ = scheduler.gaveToFoundation(letThrough.handOff)
         if letThrough.deliversOutbox {
-            var next = scheduler.takeOutbox(given: []).next
-            while !next.isEmpty {
-                handOff(next)
-                next = scheduler.takeOutbox(given: next).next
+            var delivery = scheduler.takeOutbox(given: [])
+            while !delivery.next.isEmpty {
+                for turn in delivery.plainTurns {
+                    plainHoldsTurn[index(of: turn.operation)] = true // ready: it keeps the turn until it left
+                }
+                handOff(delivery.next)
+                delivery = scheduler.takeOutbox(given: delivery.next)
             }
         }
         for operation in letThrough.proceed {
@@ -229,6 +235,8 @@ private struct SchedulerModel {
             case .handedOff where needs[index] != .plain:
                 events.append(ExplorationEvent("start op\(index)") { $0.start(index) })
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) }) // cancelled: finished unstarted
+            case .handedOff where plainHoldsTurn[index]:
+                events.append(ExplorationEvent("leave op\(index)") { $0.plainLeft(index) })
             case .started:
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) })
             default:
@@ -348,6 +356,13 @@ private struct SchedulerModel {
         perform(scheduler.operationLeft(ticket: ticket(index)).letThrough)
     }
 
+    /// A plain operation holding a serial queue's turn finished, and its dependents heard of it.
+    mutating func plainLeft(_ index: Int) {
+        stages[index] = .left
+        plainHoldsTurn[index] = false
+        perform(scheduler.plainOperationLeft(ticket: ticket(index)))
+    }
+
     // MARK: Invariants
 
     var key: String {
@@ -360,7 +375,8 @@ private struct SchedulerModel {
         let passed = zip(conditionsPassed, zip(holdsTurnFromAdd, foundDependency)).map { passed, turn in
             (passed ? "p" : "n") + (turn.0 ? "t" : "") + (turn.1 ? "f" : "")
         }.joined(separator: "/")
-        return "\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
+        let plainTurns = plainHoldsTurn.map { $0 ? "t" : "n" }.joined()
+        return "\(plainTurns)|\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
     }
 
     func checkInvariants(_ trail: [String]) {
@@ -370,7 +386,7 @@ private struct SchedulerModel {
         #expect(Set(tickets).count == tickets.count, "an operation twice in line \(tickets) after \(trail)")
         if scheduler.isSerial {
             let going = stages.enumerated().filter { index, stage in
-                [.evaluatingConditions, .acquiring, .givingBack].contains(stage) || [.handedOff, .started].contains(stage) && needs[index] != .plain
+                [.evaluatingConditions, .acquiring, .givingBack].contains(stage) || [.handedOff, .started].contains(stage) && (needs[index] != .plain || plainHoldsTurn[index])
             }.count
             #expect(going <= 1, "\(going) operations going (or given to Foundation and not finished) at once on a serial queue after \(trail)")
         }
@@ -385,7 +401,7 @@ private struct SchedulerModel {
     func checkTerminal(_ trail: [String]) {
         #expect(!scheduler.isSuspended)
         #expect(stages.enumerated().allSatisfy { index, stage in
-            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index] == .plain)
+            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index] == .plain && !plainHoldsTurn[index])
         }, "stuck: \(stages) after \(trail)")
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
         #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")

@@ -334,4 +334,79 @@ struct SerialOrderTests {
         #expect(waitUntilFinished([failing, follower, later]))
         #expect(log.all == ["follower", "later"])
     }
+
+    // A README limitation until now: the turn of a plain operation ended once Foundation had it,
+    // so an operation added later went to Foundation while it ran, ahead of an `AsyncOperation`
+    // waiting for it. Foundation's own serial queue runs the dependent first.
+    @Test(arguments: [false, true])
+    func dependentOfARunningPlainOperation_goesBeforeAnOperationAddedAfterIt(foundationsQueue: Bool) {
+        // Given a serial queue running a plain operation, with an operation that waits for it and
+        // one added after that
+        let queue = foundationsQueue ? OperationQueue() : AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = Recorder<String>()
+        let started = Signal()
+        let release = Signal()
+        let plain = BlockOperation {
+            started.signal()
+            _ = release.wait()
+            log.append("plain")
+        }
+        let dependent: Operation = foundationsQueue ? BlockOperation { log.append("dependent") } : AsyncBlockOperation { log.append("dependent") }
+        dependent.addDependency(plain)
+        let later: Operation = foundationsQueue ? BlockOperation { log.append("later") } : AsyncBlockOperation { log.append("later") }
+        queue.addOperation(plain)
+        #expect(started.wait())
+        queue.addOperation(dependent)
+        queue.addOperation(later)
+        usleep(20_000) // a chance for the later one to go first
+
+        // When the plain operation finishes
+        release.signal()
+
+        // Then the dependent, added before the later one, runs first
+        #expect(waitUntilFinished([plain, dependent, later]))
+        #expect(log.all == ["plain", "dependent", "later"])
+    }
+
+    // The same with a plain operation that finishes at once, many times: its turn is watched
+    // before Foundation has it, so its finish cannot be missed, nor reported after the turn ended.
+    @Test func dependentOfAQuickPlainOperation_goesBeforeAnOperationAddedAfterIt_everyTime() {
+        for round in 0..<200 {
+            // Given a serial queue given [plain, dependent of plain, later] at once
+            let queue = AsyncOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let log = Recorder<String>()
+            let plain = BlockOperation { log.append("plain") }
+            let dependent = AsyncBlockOperation { log.append("dependent") }
+            dependent.addDependency(plain)
+            let later = AsyncBlockOperation { log.append("later") }
+
+            // When they run
+            queue.addOperations([plain, dependent, later], waitUntilFinished: false)
+
+            // Then in add order, the dependent before the later one
+            #expect(waitUntilFinished([plain, dependent, later]))
+            #expect(log.all == ["plain", "dependent", "later"], "round \(round)")
+        }
+    }
+
+    // A plain operation that waits for dependencies as Foundation gets it gives the turn up: one
+    // it waits for, added after it, runs first (holding the turn would wait for ever).
+    @Test func plainOperationWaitingForALaterOne_givesTheTurnUp_andRunsAfterIt() {
+        // Given a serial queue given [plain, which waits for later; later]
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = Recorder<String>()
+        let later = AsyncBlockOperation { log.append("later") }
+        let plain = BlockOperation { log.append("plain") }
+        plain.addDependency(later)
+
+        // When they run
+        queue.addOperations([plain, later], waitUntilFinished: false)
+
+        // Then the later one runs first, and the plain one after it
+        #expect(waitUntilFinished([plain, later]), "\(queue.debugDescription)")
+        #expect(log.all == ["later", "plain"])
+    }
 }
