@@ -76,7 +76,8 @@ public struct BackoffPolicy: Sendable {
         case let .fixed(seconds):
             base = seconds
         case let .exponential(initial, multiplier, maximum):
-            let grown = initial * pow(multiplier, Double(attempt - 2))
+            // From zero nothing grows: 0 × an overflowed power would read as NaN, not 0.
+            let grown = initial == 0 ? 0 : initial * pow(multiplier, Double(attempt - 2))
             base = min(grown.isNaN ? maximum : grown, maximum)
         }
         let delay = Self.clamped(base)

@@ -41,7 +41,7 @@ struct LifecycleStorage {
     var standingInLine: OperationLifecycle.StandingInLine? { locked.withLock { $0.standingInLine } }
     var unansweredConditions: [(index: Int, condition: any OperationCondition)] { locked.withLock { $0.unansweredConditions } }
 
-    func collected(_ error: AsyncOperationError) -> Bool { locked.withLock { $0.collected(error) } }
+    func afterWaitTimedOut(_ timedOut: AsyncOperationError) -> OperationLifecycle.TimedOutWait { locked.withLock { $0.afterWaitTimedOut(timedOut) } }
     func isLinked(toUpstream upstream: ObjectIdentifier) -> Bool { locked.withLock { $0.isLinked(toUpstream: upstream) } }
     func awaitedCondition(at index: Int) -> (any OperationCondition)? { locked.withLock { $0.awaitedCondition(at: index) } }
 

@@ -67,6 +67,20 @@ extension OperationLifecycle {
         errors.contains { ($0 as? AsyncOperationError) == error }
     }
 
+    /// What a blocking wait whose timeout passed does once it cancelled the operation with
+    /// `timedOut`.
+    enum TimedOutWait {
+        /// Throw the timeout: the cancel took it, or the operation's finish began and is held
+        /// until its children finish (a group finished by hand), which may take any time.
+        case throwTimeout
+        /// It finished on its own just before the cancel; its finish is being delivered.
+        case waitForFinishBeingDelivered
+    }
+
+    func afterWaitTimedOut(_ timedOut: AsyncOperationError) -> TimedOutWait {
+        collected(timedOut) || holdsFinish ? .throwTimeout : .waitForFinishBeingDelivered
+    }
+
     /// Whether an `UpstreamCondition` already links it to the operation `upstream`.
     func isLinked(toUpstream upstream: ObjectIdentifier) -> Bool {
         conditions.contains { ($0 as? UpstreamCondition)?.upstreamID == upstream }

@@ -15,7 +15,9 @@ extension AsyncOperation {
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
     ///   `AsyncOperationError.waitTimedOut` if it has not finished `timeout` seconds after the call:
-    ///   it is then cancelled with that error and may still be finishing. And, before anything
+    ///   it is then cancelled with that error and may still be finishing (a group whose finish
+    ///   began, finished by hand, say, and waits for its children, is not cancelled again: the
+    ///   error is thrown, not added to its errors). And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
     ///   the main thread for an operation on the main queue, inside an operation of `queue`
     ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
@@ -75,12 +77,13 @@ extension AsyncOperation {
         }
         let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
         cancel(with: timedOut)
-        if lifecycle.collected(timedOut) {
+        switch lifecycle.afterWaitTimedOut(timedOut) {
+        case .throwTimeout:
             listener.stop()
             throw timedOut
+        case .waitForFinishBeingDelivered:
+            finished.wait()
         }
-        // It finished on its own just before the cancellation; its finish is being delivered.
-        finished.wait()
     }
 
     private func privateQueue() -> AsyncOperationQueue {
