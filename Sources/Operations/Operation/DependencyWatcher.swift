@@ -6,7 +6,8 @@ import Foundation
 /// key-value observing on Linux), so a tiny watcher operation that depends on it runs on a
 /// private queue and reports back: one watcher per watched operation, however many listen, so
 /// that its reports come in a known order (those asked for with `watch`, in order, then those
-/// asked for with `watchAfterOtherWatchers`).
+/// asked for with `watchAfterOtherWatchers`), one after another on the watcher's thread, as
+/// Foundation tells an operation's dependents one after another as it finishes.
 /// One per engine (`OperationsEngine.dependencyWatcher`).
 final class DependencyWatcher: Sendable {
     private let queue: OperationQueue
@@ -25,12 +26,34 @@ final class DependencyWatcher: Sendable {
     }
 
     /// Those listening for one operation's finish, and the operation that tells them.
-    private final class Watch: @unchecked Sendable { // changed only under `table`'s lock
+    // @unchecked Sendable: changed only under `table`'s lock, but `watcher`, set once before the
+    // watch is shared.
+    private final class Watch: @unchecked Sendable {
+        /// The operation of the private queue that waits for the watched one, then reports.
         var watcher: Operation?
-        var reports: [(subscription: UInt64, report: @Sendable () -> Void)] = []
+        /// Listeners that may stop, by key in increasing order; a stopped one leaves `nil`.
+        var reports: [(key: UInt64, report: (@Sendable () -> Void)?)] = []
+        /// How many of `reports` have not stopped.
+        var listening = 0
+        /// Listeners told after every other (`watchAfterOtherWatchers`).
         var lastReports: [@Sendable () -> Void] = []
 
-        var isEmpty: Bool { reports.isEmpty && lastReports.isEmpty }
+        var isEmpty: Bool { listening == 0 && lastReports.isEmpty }
+
+        /// Stops the listener with `key`, if it listens; its report, to be released after
+        /// unlocking.
+        func stop(key: UInt64) -> (@Sendable () -> Void)? {
+            var low = 0
+            var high = reports.count
+            while low < high { // keys increase: a binary search, not a walk through thousands
+                let middle = (low + high) / 2
+                if reports[middle].key < key { low = middle + 1 } else { high = middle }
+            }
+            guard low < reports.count, reports[low].key == key, let report = reports[low].report else { return nil }
+            reports[low].report = nil
+            listening -= 1
+            return report
+        }
     }
 
     /// One listener's place in a watch: stop it (`stop(_:)`) to stop listening.
@@ -39,6 +62,8 @@ final class DependencyWatcher: Sendable {
         fileprivate let key: UInt64
         fileprivate let watcher: DependencyWatcher
 
+        /// The listener with `key` of the watch of the operation `watched` (a test may make one
+        /// to hand to an operation's lifecycle).
         init(watched: ObjectIdentifier, key: UInt64, watcher: DependencyWatcher) {
             self.watched = watched
             self.key = key
@@ -49,7 +74,10 @@ final class DependencyWatcher: Sendable {
     /// Calls `report` once `operation` has finished or been cancelled. Stop the returned
     /// subscription to stop listening.
     func watch(_ operation: Operation, report: @escaping @Sendable () -> Void) -> Subscription {
-        let key = join(operation) { watch, key in watch.reports.append((key, report)) }
+        let key = join(operation) { watch, key in
+            watch.reports.append((key, report))
+            watch.listening += 1
+        }
         return Subscription(watched: ObjectIdentifier(operation), key: key, watcher: self)
     }
 
@@ -105,12 +133,13 @@ final class DependencyWatcher: Sendable {
             }
             defer {
                 watch.reports = []
+                watch.listening = 0
                 watch.lastReports = []
             }
             return (watch.reports, watch.lastReports)
         }
         for entry in reports {
-            entry.report()
+            entry.report?()
         }
         for report in lastReports {
             report()
@@ -127,8 +156,7 @@ final class DependencyWatcher: Sendable {
         // Both released after unlocking: the report is the listener's closure.
         let (stopped, removed) = table.withLock { table -> (Watch?, (@Sendable () -> Void)?) in
             guard let watch = table.watches[subscription.watched],
-                  let index = watch.reports.firstIndex(where: { $0.subscription == subscription.key }) else { return (nil, nil) }
-            let removed = watch.reports.remove(at: index).report
+                  let removed = watch.stop(key: subscription.key) else { return (nil, nil) }
             guard watch.isEmpty else { return (nil, removed) }
             table.watches[subscription.watched] = nil
             return (watch, removed)

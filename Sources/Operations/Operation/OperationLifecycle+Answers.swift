@@ -77,6 +77,8 @@ extension OperationLifecycle {
         case waitForFinishBeingDelivered
     }
 
+    /// What a blocking wait whose timeout passed does now, having cancelled the operation with
+    /// `timedOut` (asked again while it waits for a finish being delivered).
     func afterWaitTimedOut(_ timedOut: AsyncOperationError) -> TimedOutWait {
         collected(timedOut) || holdsFinish ? .throwTimeout : .waitForFinishBeingDelivered
     }

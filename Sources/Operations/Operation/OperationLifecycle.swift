@@ -383,10 +383,10 @@ struct OperationLifecycle {
 
     var inspection: Inspection {
         Inspection(
-            // A finish held until the children have finished (a group finished by hand) is not
-            // final yet: their errors go before its own, and nobody has heard of it. Seen from
-            // outside, the operation still runs.
-            phase: holdsFinish ? .executing : phase,
+            // A finish held until the children have finished (a group finished by hand while
+            // they ran) is not final yet: their errors go before its own, and nobody has heard
+            // of it. Seen from outside, the operation still runs.
+            phase: holdsFinish && executionBegan ? .executing : phase,
             isCancelled: isCancelled,
             unfinishedDependencies: dependencies.filter { unfinishedDependencies.contains(ObjectIdentifier($0)) },
             unansweredConditions: conditionsDispatched ? unansweredConditions.map(\.condition) : [],

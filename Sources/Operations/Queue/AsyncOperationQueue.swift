@@ -830,18 +830,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// A plain operation about to reach Foundation took the turn of a serial queue: it keeps it
     /// until it has finished and its dependents have heard of it (watched before Foundation has
-    /// it, so that it cannot finish first), unless it waits for dependencies (its readiness is
-    /// read outside every lock: a subclass may override it), as Foundation's serial queue runs
-    /// others while one waits. Whether it keeps it.
+    /// it, so that it cannot finish first), unless it waits for dependencies (read outside every
+    /// lock: a subclass may override `isReady` or `dependencies`), as Foundation's serial queue
+    /// runs others while one waits. Whether it keeps it.
     private func keepsTurnUntilItLeft(_ turn: QueueScheduler.PlainTurn) -> Bool {
-        guard turn.operation.isReady else { return false }
+        // Its dependencies all finished counts as ready: Foundation tells an operation's
+        // dependents one after another as it finishes, so `isReady` may lag behind.
+        let operation = turn.operation
+        guard operation.isReady || !operation.dependencies.isEmpty && operation.dependencies.allSatisfy(\.isFinished) else { return false }
         let ticket = turn.ticket
-        engine.dependencyWatcher.watchAfterOtherWatchers(turn.operation) { [weak self] in
+        engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
             self?.plainOperationLeft(ticket: ticket)
         }
         return true
     }
 
+    /// The plain operation given to Foundation with `ticket` finished and its dependents heard of
+    /// it, or it waited for dependencies as Foundation got it: the serial queue's turn goes on.
     private func plainOperationLeft(ticket: UInt64) {
         perform(state.withLock { $0.scheduler.plainOperationLeft(ticket: ticket) })
     }

@@ -557,7 +557,9 @@ struct QueueScheduler {
     /// took: the deliverer ends the turn once the operation has finished, and its dependents
     /// have heard of it, or at once if it waits for dependencies.
     struct PlainTurn {
+        /// The plain operation.
         let operation: Operation
+        /// The ticket it was added with, and whose turn it took.
         let ticket: UInt64
     }
 

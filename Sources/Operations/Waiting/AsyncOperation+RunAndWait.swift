@@ -77,14 +77,18 @@ extension AsyncOperation {
         }
         let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
         cancel(with: timedOut)
-        switch lifecycle.afterWaitTimedOut(timedOut) {
-        case .throwTimeout:
-            listener.stop()
-            throw timedOut
-        case .waitForFinishBeingDelivered:
-            finished.wait()
+        // Asked again while it waits: a finish that began a moment ago may yet be held back.
+        while case .waitForFinishBeingDelivered = lifecycle.afterWaitTimedOut(timedOut) {
+            if finished.wait(timeout: .now() + Self.finishDeliveryCheckInterval) == .success {
+                return
+            }
         }
+        listener.stop()
+        throw timedOut
     }
+
+    /// How often a wait past its timeout looks again at a finish being delivered.
+    private static let finishDeliveryCheckInterval: TimeInterval = 0.01
 
     private func privateQueue() -> AsyncOperationQueue {
         let queue = AsyncOperationQueue()

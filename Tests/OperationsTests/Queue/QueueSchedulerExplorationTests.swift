@@ -10,8 +10,13 @@ import TestSupport
 
 /// What one operation of the model needs before it can run.
 private enum Needs: String {
+    var isPlain: Bool { self == .plain || self == .plainWaiting }
+
     /// A plain Foundation operation: handed to Foundation as it is.
     case plain
+    /// A plain Foundation operation that still waits for dependencies as Foundation gets it: it
+    /// gives its turn up at once.
+    case plainWaiting
     /// An `AsyncOperation` without dependencies or conditions.
     case nothing
     /// Dependencies to finish, then conditions to pass.
@@ -87,7 +92,7 @@ private struct SchedulerModel {
         self.width = width
         self.needs = needs
         operations = needs.enumerated().map { index, need in
-            let operation: Operation = need == .plain ? BlockOperation {} : AsyncOperation()
+            let operation: Operation = need.isPlain ? BlockOperation {} : AsyncOperation()
             operation.name = "op\(index)"
             return operation
         }
@@ -121,10 +126,19 @@ private struct SchedulerModel {
         if letThrough.deliversOutbox {
             var delivery = scheduler.takeOutbox(given: [])
             while !delivery.next.isEmpty {
+                var givenUp: [UInt64] = []
                 for turn in delivery.plainTurns {
-                    plainHoldsTurn[index(of: turn.operation)] = true // ready: it keeps the turn until it left
+                    let index = index(of: turn.operation)
+                    if needs[index] == .plainWaiting {
+                        givenUp.append(turn.ticket) // it waits for dependencies: the turn goes on once Foundation has it
+                    } else {
+                        plainHoldsTurn[index] = true // ready: it keeps the turn until it left
+                    }
                 }
                 handOff(delivery.next)
+                for ticket in givenUp {
+                    perform(scheduler.plainOperationLeft(ticket: ticket))
+                }
                 delivery = scheduler.takeOutbox(given: delivery.next)
             }
         }
@@ -149,7 +163,7 @@ private struct SchedulerModel {
 
     /// Operations of this queue with Foundation and not gone: those using (or waiting for) a slot.
     var withFoundation: Int {
-        stages.enumerated().filter { [.handedOff, .started].contains($0.element) && needs[$0.offset] != .plain }.count
+        stages.enumerated().filter { [.handedOff, .started].contains($0.element) && !needs[$0.offset].isPlain }.count
     }
 
     /// `AsyncOperation.continueTowardsExecution()`.
@@ -232,7 +246,7 @@ private struct SchedulerModel {
                 events.append(ExplorationEvent("grant op\(index)") { $0.clearedToRun(index, holdsCategories: true) })
             case .givingBack:
                 events.append(ExplorationEvent("park op\(index)") { $0.acquire(index) })
-            case .handedOff where needs[index] != .plain:
+            case .handedOff where !needs[index].isPlain:
                 events.append(ExplorationEvent("start op\(index)") { $0.start(index) })
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) }) // cancelled: finished unstarted
             case .handedOff where plainHoldsTurn[index]:
@@ -242,7 +256,7 @@ private struct SchedulerModel {
             default:
                 break
             }
-            if needs[index] != .plain && needs[index] != .nothing, [.waitingForDependencies, .inLine, .evaluatingConditions, .acquiring].contains(stages[index]) {
+            if !needs[index].isPlain && needs[index] != .nothing, [.waitingForDependencies, .inLine, .evaluatingConditions, .acquiring].contains(stages[index]) {
                 events.append(ExplorationEvent("cancel op\(index)") { $0.cancel(index) })
             }
         }
@@ -264,10 +278,10 @@ private struct SchedulerModel {
 
     mutating func add(_ index: Int) {
         let operation = operations[index]
-        let isAsync = needs[index] != .plain
+        let isAsync = !needs[index].isPlain
         guard case let .admit(generation, _) = scheduler.beginAdmission(counting: isAsync ? 1 : 0) else { return }
         switch needs[index] {
-        case .plain, .nothing:
+        case .plain, .plainWaiting, .nothing:
             readyAt[index] = clock
             stages[index] = .inLine
             switch scheduler.admitReady(operation, ticket: ticket(index)) {
@@ -386,7 +400,7 @@ private struct SchedulerModel {
         #expect(Set(tickets).count == tickets.count, "an operation twice in line \(tickets) after \(trail)")
         if scheduler.isSerial {
             let going = stages.enumerated().filter { index, stage in
-                [.evaluatingConditions, .acquiring, .givingBack].contains(stage) || [.handedOff, .started].contains(stage) && (needs[index] != .plain || plainHoldsTurn[index])
+                [.evaluatingConditions, .acquiring, .givingBack].contains(stage) || [.handedOff, .started].contains(stage) && (!needs[index].isPlain || plainHoldsTurn[index])
             }.count
             #expect(going <= 1, "\(going) operations going (or given to Foundation and not finished) at once on a serial queue after \(trail)")
         }
@@ -401,7 +415,7 @@ private struct SchedulerModel {
     func checkTerminal(_ trail: [String]) {
         #expect(!scheduler.isSuspended)
         #expect(stages.enumerated().allSatisfy { index, stage in
-            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index] == .plain && !plainHoldsTurn[index])
+            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index].isPlain && !plainHoldsTurn[index])
         }, "stuck: \(stages) after \(trail)")
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
         #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")
@@ -414,6 +428,7 @@ private struct SchedulerModel {
         ([.conditions, .nothing, .category, .plain], 1),
         ([.category, .conditions, .category], 2),
         ([.nothing, .conditions, .plain], 2),
+        ([.plainWaiting, .plain, .conditions], 1),
         ([.conditions, .category, .nothing, .category], 2),
         ([.conditionsAtOnce, .nothing, .conditionsAtOnce], 1),
         ([.conditionsAtOnce, .category, .conditions], 1),
