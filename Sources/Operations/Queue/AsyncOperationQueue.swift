@@ -842,7 +842,30 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
             self?.plainOperationLeft(ticket: ticket)
         }
+        checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)
         return true
+    }
+
+    /// How long after a plain operation took the turn, ready, the queue first looks whether it
+    /// still is; each look after that waits twice as long, up to `lastReadinessCheck`.
+    private static let firstReadinessCheck: TimeInterval = 0.05
+    private static let lastReadinessCheck: TimeInterval = 1
+
+    /// A plain operation that kept the turn, ready, may stop being ready before Foundation starts
+    /// it (a dependency added to it, say, on an operation behind it): it then gives the turn up,
+    /// as Foundation's serial queue runs others while one waits, rather than wait for ever. Looked
+    /// at now and then until it runs or finished (Foundation tells nobody of a change of
+    /// `isReady` on Linux); read outside every lock, as a subclass may override it.
+    private func checkStillReady(_ operation: Operation, ticket: UInt64, after delay: TimeInterval) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self, weak operation] in
+            guard let self, let operation, !operation.isFinished, !operation.isExecuting else { return }
+            guard operation.isReady else {
+                self.plainOperationLeft(ticket: ticket) // ends the turn if it still holds it
+                return
+            }
+            guard self.state.withLock({ $0.scheduler.holdsTurn(ticket: ticket) }) else { return }
+            self.checkStillReady(operation, ticket: ticket, after: min(delay * 2, Self.lastReadinessCheck))
+        }
     }
 
     /// The plain operation given to Foundation with `ticket` finished and its dependents heard of

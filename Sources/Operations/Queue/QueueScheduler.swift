@@ -480,6 +480,11 @@ struct QueueScheduler {
         endTurn(ticket: ticket) ?? LetThrough()
     }
 
+    /// Whether the operation added with `ticket` holds a turn (on a serial queue, the turn).
+    func holdsTurn(ticket: UInt64) -> Bool {
+        inProgress.contains(ticket)
+    }
+
     /// The turns of the plain operations among `delivered`, which the outbox's deliverer takes
     /// to give to Foundation; they leave the list.
     private mutating func takePlainTurns(of delivered: [Operation]) -> [PlainTurn] {
