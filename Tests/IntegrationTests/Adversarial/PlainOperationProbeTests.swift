@@ -1290,9 +1290,12 @@ struct PlainOperationProbeTests {
         let log = Recorder<String>()
         let box = WeakBox<BlockOperation>()
         let sawCancel = Recorder<Bool>()
+        let started = Flag()
         let runner = BlockOperation {
             log.append("runner")
-            let deadline = Date().addingTimeInterval(30)
+            started.raise()
+            // Bounded well past every wait below, so that a stalled machine cannot end it first
+            let deadline = Date().addingTimeInterval(4 * generousTimeout)
             while box.object?.isCancelled != true, Date() < deadline {
                 usleep(1_000)
             }
@@ -1301,7 +1304,8 @@ struct PlainOperationProbeTests {
         box.object = runner
         let plain = BlockOperation { log.append("plain") }
         queue.addOperations([runner, plain], waitUntilFinished: false)
-        #expect(await eventually { log.all == ["runner"] })
+        #expect(await eventually(timeout: 2 * generousTimeout) { started.isRaised }, "\(queue.debugDescription)")
+        #expect(log.all == ["runner"])
 
         // When the queue is shut down with a short grace period
         let outcome = await boundedOutcome(of: Task { await queue.shutDown(gracePeriod: 0.2) })
