@@ -1024,11 +1024,11 @@ struct CompositeWaitProbeTests {
         // When a thread waits for it with a short timeout
         let outcome = WaitOutcome()
         let waited = runOnOwnThread { outcome.record { try group.runAndWait(timeout: 0.3) } }
-        let endedAtItsTimeout = waited.wait(timeout: 10)
+        let endedAtItsTimeout = waited.wait(timeout: generousTimeout)
         release.signal()
 
         // Then the wait ended at its timeout, with waitTimedOut
-        #expect(endedAtItsTimeout, "runAndWait(timeout: 0.3) was still blocked 10 s later")
+        #expect(endedAtItsTimeout, "runAndWait(timeout: 0.3) was still blocked \(generousTimeout) s later")
         #expect(endedAtItsTimeout || waited.wait(timeout: generousTimeout))
         #expect(outcome.error as? AsyncOperationError == .waitTimedOut(operation: groupName, after: 0.3), "\(String(describing: outcome.error))")
         #expect(waitUntilFinished([group]))
@@ -1058,11 +1058,11 @@ struct CompositeWaitProbeTests {
         // When a thread waits for it with a short timeout
         let outcome = WaitOutcome()
         let waited = runOnOwnThread { outcome.record { try group.runAndWait(timeout: 0.3) } }
-        let endedAtItsTimeout = waited.wait(timeout: 10)
+        let endedAtItsTimeout = waited.wait(timeout: generousTimeout)
         release.signal()
 
         // Then the wait ended at its timeout, with waitTimedOut
-        #expect(endedAtItsTimeout, "runAndWait(timeout: 0.3) was still blocked 10 s later")
+        #expect(endedAtItsTimeout, "runAndWait(timeout: 0.3) was still blocked \(generousTimeout) s later")
         #expect(endedAtItsTimeout || waited.wait(timeout: generousTimeout))
         #expect(outcome.error as? AsyncOperationError == .waitTimedOut(operation: groupName, after: 0.3), "\(String(describing: outcome.error))")
         #expect(waitUntilFinished([group]))
@@ -1100,7 +1100,7 @@ struct CompositeWaitProbeTests {
                 return first
             }
         }
-        let outcome = await boundedOutcome(of: race, timeout: 10)
+        let outcome = await boundedOutcome(of: race, timeout: generousTimeout)
         release.signal()
 
         // Then the race ends, the sleep winning, while the group still waited for its child
