@@ -1307,7 +1307,6 @@ struct PlainOperationProbeTests {
         let plain = BlockOperation { log.append("plain") }
         queue.addOperations([runner, plain], waitUntilFinished: false)
         #expect(await eventually(timeout: 2 * generousTimeout) { started.isRaised }, "\(queue.debugDescription)")
-        #expect(log.all == ["runner"])
 
         // When the queue is shut down with a short grace period
         let outcome = await boundedOutcome(of: Task { await queue.shutDown(gracePeriod: 0.2) })
@@ -1316,6 +1315,8 @@ struct PlainOperationProbeTests {
         // returned
         #expect(outcome != nil, "shutDown did not return: \(queue.debugDescription)")
         withKnownIssue("shutDown's sweep, which cancels what waits, can come after the scheduler let an operation through: under the thread sanitizer operations behind a plain one ran after shutDown began (found in CI, not fixed yet)", isIntermittent: true) {
+            // (Under the sanitizer, the test's task has been seen to wait minutes for a thread of
+            // the cooperative pool, past the runner's own bound: the plain one then ran first.)
             #expect(sawCancel.all == [true])
             #expect(log.all == ["runner"])
         }
