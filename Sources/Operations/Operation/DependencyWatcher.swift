@@ -175,13 +175,12 @@ final class DependencyWatcher: Sendable {
     /// it, and the dependency's finish then touches freed memory. A queue keeps the plain
     /// operations it is given alive until then (it already does so for its own operations).
     func keepAlive(_ operation: Operation, untilFinished dependencies: [Operation]) {
-        let unfinished = dependencies.filter { !$0.isFinished }
-        guard !unfinished.isEmpty else { return }
-        let keeper = BlockOperation { withExtendedLifetime(operation) {} }
-        for dependency in unfinished {
-            keeper.addDependency(dependency)
+        // A listener of each dependency's watch, not an operation of the private queue: Foundation
+        // looks through every operation of a queue each time one is added, so thousands of keepers
+        // waiting at once cost time that grows with their square.
+        for dependency in dependencies where !dependency.isFinished {
+            _ = watch(dependency) { withExtendedLifetime(operation) {} }
         }
-        queue.addOperation(keeper)
     }
 
     /// Stops `watcher`. It first detaches from the watched operation: Foundation keeps an

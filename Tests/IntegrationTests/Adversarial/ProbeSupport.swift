@@ -124,7 +124,7 @@ struct ProbeScenarioOutcome: Sendable, CustomStringConvertible {
 /// precondition inside Foundation), in a child process of the test binary with
 /// `probeScenarioVariable` set to `scenario`, so that a crash ends only the child. `nil` if it had
 /// not ended within `timeout` (it is killed then). Linux: the binary is `/proc/self/exe`.
-func runProbeScenarioInChildProcess(testName: String, scenario: String, timeout: TimeInterval = 120) -> ProbeScenarioOutcome? {
+func runProbeScenarioInChildProcess(testName: String, scenario: String, timeout: TimeInterval = 300) -> ProbeScenarioOutcome? {
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).log")
     guard FileManager.default.createFile(atPath: outputFile.path, contents: nil),
           let output = try? FileHandle(forWritingTo: outputFile) else { return nil }
