@@ -75,7 +75,7 @@ extension AsyncOperation {
                 proceed(after: start, with: conditions, gate: nil, lineRoot: nil)
                 return
             case let .giveBackTurn(ticket):
-                queue.turnUnused(ticket: ticket) // still being added: nothing lets it on meanwhile
+                queue.endTurn(ticket: ticket) // still being added: nothing lets it on meanwhile
             }
         }
         let read = categories.map { CategoriesReadAtAdd(names: $0, conditionCount: conditions.count) }
@@ -202,7 +202,7 @@ extension AsyncOperation {
             case let .proceed(then):
                 perform(then)
             case let .giveBack(ticket):
-                queue.turnUnused(ticket: ticket)
+                queue.endTurn(ticket: ticket)
             }
         case let .evaluateConditions(conditions, queue, ticket):
             let categories = read?.names(of: conditions) ?? Self.categories(of: conditions)
@@ -230,7 +230,7 @@ extension AsyncOperation {
         case .goOn:
             return true
         case let .giveBack(ticket):
-            queue.turnUnused(ticket: ticket)
+            queue.endTurn(ticket: ticket)
             return false
         }
     }
@@ -264,7 +264,7 @@ extension AsyncOperation {
                 start = evaluationStart
             case let .giveBack(ticket):
                 gate?.operationFinished() // it finished before it asked: nobody uses the gate
-                queue.turnUnused(ticket: ticket)
+                queue.endTurn(ticket: ticket)
                 return
             }
         } else {
@@ -514,7 +514,7 @@ extension AsyncOperation {
         case .none:
             break
         case let .giveBackTurn(ticket):
-            queue.turnUnused(ticket: ticket)
+            queue.endTurn(ticket: ticket)
         case let .evaluateConditions(conditions):
             let group = lifecycle.queue?.group
             evaluate(conditions, categories: Self.categories(of: conditions), in: group, lineRoot: nil)

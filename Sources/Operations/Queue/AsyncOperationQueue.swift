@@ -72,7 +72,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// What an add of generation `generation` reads as it begins, its operations waiting for
         /// `barrier`. (A method, so that the state is read in place: a copy would cost every add.)
         func addContext(barrier: Operation?, generation: UInt64, groupBeingCreated: Bool) -> AddContext {
-            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended
+            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended || scheduler.isHeldForShutDown
             return AddContext(
                 delegate: settings.delegateIfSet,
                 barrier: barrier,
@@ -128,6 +128,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         state.withLock { $0.shutdown }
     }
 
+    /// The shut-down's sweep has cancelled what waited: it goes on, to finish without executing.
+    func shutDownSwept() {
+        perform(state.withLock { $0.scheduler.shutDownSwept() })
+    }
+
     /// Whether adds that began before now are still admitting their operations.
     var hasAdmissionsInFlight: Bool {
         state.withLock { !$0.scheduler.admissions.isEmpty }
@@ -147,6 +152,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             if let shutdown = state.shutdown { return .joined(shutdown) }
             let shutdown = QueueShutdown(queue: self)
             state.shutdown = shutdown
+            state.scheduler.shutDownBegan() // in the same step: nothing waiting goes on from now
             return .began(shutdown)
         }
     }
@@ -800,11 +806,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         perform(state.withLock { $0.scheduler.finishedWhileAdded(operation, ticket: ticket) })
     }
 
-    /// An operation gives up a turn it was given without using it (it had finished already, its
-    /// finish heard, or something stood in its way as it was held with its turn): the turn goes
-    /// on to the next operation (a serial queue would otherwise wait for it for ever).
-    func turnUnused(ticket: UInt64) {
-        perform(state.withLock { $0.scheduler.turnUnused(ticket: ticket) })
+    /// The turn taken with `ticket` ends, and goes on to the next operation (a serial queue
+    /// would otherwise wait for it for ever): an operation gives up a turn it was given without
+    /// using it (it had finished already, its finish heard, or something stood in its way as it
+    /// was held with its turn), or a plain operation given to Foundation finished and its
+    /// dependents heard of it, or waited for dependencies as Foundation got it.
+    func endTurn(ticket: UInt64) {
+        perform(state.withLock { $0.scheduler.turnEnded(ticket: ticket) })
     }
 
     private func perform(_ departure: QueueScheduler.Departure) {
@@ -823,7 +831,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             given = delivery.next
             giveToFoundation(SmallArray(given))
             for turn in waitingForDependencies {
-                plainOperationLeft(ticket: turn.ticket)
+                endTurn(ticket: turn.ticket)
             }
         } while !given.isEmpty
     }
@@ -840,7 +848,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         guard operation.isReady || !operation.dependencies.isEmpty && operation.dependencies.allSatisfy(\.isFinished) else { return false }
         let ticket = turn.ticket
         engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
-            self?.plainOperationLeft(ticket: ticket)
+            self?.endTurn(ticket: ticket)
         }
         checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)
         return true
@@ -860,18 +868,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self, weak operation] in
             guard let self, let operation, !operation.isFinished, !operation.isExecuting else { return }
             guard operation.isReady else {
-                self.plainOperationLeft(ticket: ticket) // ends the turn if it still holds it
+                self.endTurn(ticket: ticket) // ends the turn if it still holds it
                 return
             }
             guard self.state.withLock({ $0.scheduler.holdsTurn(ticket: ticket) }) else { return }
             self.checkStillReady(operation, ticket: ticket, after: min(delay * 2, Self.lastReadinessCheck))
         }
-    }
-
-    /// The plain operation given to Foundation with `ticket` finished and its dependents heard of
-    /// it, or it waited for dependencies as Foundation got it: the serial queue's turn goes on.
-    private func plainOperationLeft(ticket: UInt64) {
-        perform(state.withLock { $0.scheduler.plainOperationLeft(ticket: ticket) })
     }
 
     private var isForwardingToFoundation: Bool {

@@ -17,11 +17,13 @@ import Foundation
 ///   Operations that need neither conditions nor categories, and plain Foundation operations,
 ///   wait in the same line. A plain operation ready to start as Foundation gets it keeps the
 ///   turn until it has finished and its dependents have heard of it (the queue watches it);
-///   one that waits for dependencies gives the turn up then (`plainOperationLeft(ticket:)`), as
+///   one that waits for dependencies gives the turn up then (`turnEnded(ticket:)`), as
 ///   Foundation's serial queue runs others while it waits.
 /// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
 ///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
-///   order, once the queue resumes.
+///   order, once the queue resumes. A queue **shutting down** does the same from the moment
+///   `shutDown` begins until its sweep has cancelled what waits (`shutDownBegan()`,
+///   `shutDownSwept()`), so that nothing waiting then runs, whatever the user's suspension.
 /// - An operation that needs mutually exclusive categories asks for them only when the queue has
 ///   a free **slot** (fewer of its operations with Foundation than `maxConcurrentOperationCount`):
 ///   otherwise it waits in the *slot line*, holding no category, and goes on as slots free up,
@@ -95,7 +97,12 @@ struct QueueScheduler {
         let gate: AsyncOperation
     }
 
+    /// The user's suspension (`isSuspended`), as the queue reports it.
     private(set) var isSuspended = false
+    /// `shutDown` began and its sweep has not yet cancelled what waits.
+    private(set) var isHeldForShutDown = false
+    /// Nothing goes on: the queue is suspended, or its shut-down has not swept yet.
+    private var letsNothingThrough: Bool { isSuspended || isHeldForShutDown }
     /// `maxConcurrentOperationCount`; negative for Foundation's default (no limit).
     private(set) var width = OperationQueue.defaultMaxConcurrentOperationCount
     var isSerial: Bool { width == 1 }
@@ -155,7 +162,7 @@ struct QueueScheduler {
     /// of them can finish; one that is refused leaves again through `refusedAtAdd()`.
     mutating func beginAdmission(counting asyncCount: Int) -> AdmissionStart {
         unfinished += asyncCount
-        if asyncCount > 1 && (isSuspended || isSerial) {
+        if asyncCount > 1 && (letsNothingThrough || isSerial) {
             held.reserveCapacity(forAdding: asyncCount) // they will stand in line
         }
         if let last = admissions.last, last.generation == generation {
@@ -239,7 +246,7 @@ struct QueueScheduler {
     /// (so that a queue made serial meanwhile still starts everything in add order), or for its
     /// turn on a serial queue.
     mutating func admitReady(_ operation: Operation, ticket: UInt64) -> AdmitAction {
-        let waits = isSuspended || isSerial && (!inProgress.isEmpty || !line.isEmpty)
+        let waits = letsNothingThrough || isSerial && (!inProgress.isEmpty || !line.isEmpty)
         guard waits || usesOutbox else { return .handOff }
         if let operation = operation as? AsyncOperation {
             held.insert(operation) // until it is delivered
@@ -325,7 +332,7 @@ struct QueueScheduler {
 
     /// Whether an operation may ask for its categories now: the queue runs and has a free slot.
     var mayTakeCategories: Bool {
-        !isSuspended && hasFreeSlot
+        !letsNothingThrough && hasFreeSlot
     }
 
     // MARK: - The way to execution
@@ -349,7 +356,7 @@ struct QueueScheduler {
                 return .parked
             }
             inProgress.insert(ticket)
-        } else if isSuspended {
+        } else if letsNothingThrough {
             insert(.proceed(operation, ticket: ticket))
             return .parked
         }
@@ -361,13 +368,13 @@ struct QueueScheduler {
     /// Whether an operation whose dependencies finished may go on towards execution now (a
     /// running queue; on a serial one, nobody else under way or waiting in line first).
     private var mayGiveTurn: Bool {
-        !isSuspended && (!isSerial || inProgress.isEmpty && line.isEmpty)
+        !letsNothingThrough && (!isSerial || inProgress.isEmpty && line.isEmpty)
     }
 
     /// An operation is about to ask for its categories: it parks if the queue is suspended
     /// (until it resumes) or has no free slot (until one frees up).
     mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64, priority: Operation.QueuePriority = .normal) -> Passage {
-        if isSuspended {
+        if letsNothingThrough {
             insert(.proceed(operation, ticket: ticket))
             return .parked
         }
@@ -434,10 +441,14 @@ struct QueueScheduler {
         return endTurn(ticket: ticket) ?? LetThrough()
     }
 
-    /// An operation gives up a turn it was given without using it: it finished first, after its
-    /// finish was heard (`finishedBeforeHandOff`), or something stood in its way as it was held
-    /// with its turn (`OperationLifecycle.EnqueuedHoldingTurn.giveBackTurn`). The turn goes on.
-    mutating func turnUnused(ticket: UInt64) -> LetThrough {
+    /// A turn ends outside the usual finish of an `AsyncOperation` (`operationLeft(ticket:)`),
+    /// and whoever waits for it goes on. Either an operation gives up a turn it was given without
+    /// using it: it finished first, after its finish was heard (`finishedBeforeHandOff`), or
+    /// something stood in its way as it was held with its turn
+    /// (`OperationLifecycle.EnqueuedHoldingTurn.giveBackTurn`). Or a plain operation given to
+    /// Foundation on a serial queue has finished and its dependents have heard of it, or it
+    /// waited for dependencies as Foundation got it. A second time changes nothing.
+    mutating func turnEnded(ticket: UInt64) -> LetThrough {
         endTurn(ticket: ticket) ?? LetThrough()
     }
 
@@ -471,13 +482,6 @@ struct QueueScheduler {
     /// that asked for their turn meanwhile and were added earlier.
     mutating func operationLeft(ticket: UInt64) -> Departure {
         depart(endTurn(ticket: ticket) ?? LetThrough())
-    }
-
-    /// A plain operation given to Foundation on a serial queue has finished and its dependents
-    /// have heard of it, or it waited for dependencies as Foundation got it: the turn it took
-    /// ends, and whoever waits for it goes on.
-    mutating func plainOperationLeft(ticket: UInt64) -> LetThrough {
-        endTurn(ticket: ticket) ?? LetThrough()
     }
 
     /// Whether the operation added with `ticket` holds a turn (on a serial queue, the turn).
@@ -546,7 +550,7 @@ struct QueueScheduler {
                 inProgress.insert(ticket)
             }
         } else if isSerial {
-            inProgress.insert(ticket) // until `plainOperationLeft(ticket:)`
+            inProgress.insert(ticket) // until `turnEnded(ticket:)`
             plainTurnsInOutbox.append(PlainTurn(operation: operation, ticket: ticket))
         }
         guard usesOutbox else {
@@ -619,10 +623,20 @@ struct QueueScheduler {
 
     mutating func setSuspended(_ suspended: Bool) -> LetThrough {
         isSuspended = suspended
-        var letThrough = LetThrough()
-        drain(into: &letThrough)
-        drainSlotLine(into: &letThrough)
-        return letThrough
+        return drainBothLines()
+    }
+
+    /// `shutDown` began: nothing goes on from now on (as on a suspended queue) until the sweep
+    /// has cancelled what waits (`shutDownSwept()`). Without this, an operation behind one that
+    /// finishes meanwhile would be let through, and run, before the sweep reached it.
+    mutating func shutDownBegan() {
+        isHeldForShutDown = true
+    }
+
+    /// The shut-down's sweep has cancelled what waits: it goes on, to finish without executing.
+    mutating func shutDownSwept() -> LetThrough {
+        isHeldForShutDown = false
+        return drainBothLines()
     }
 
     /// The queue's `maxConcurrentOperationCount` changed; 1 makes it serial.
@@ -631,6 +645,11 @@ struct QueueScheduler {
         if isSerial {
             slotLine.forgetPriorities() // a serial queue goes by add order alone
         }
+        return drainBothLines()
+    }
+
+    /// Lets through what may go now from the line, then from the slot line.
+    private mutating func drainBothLines() -> LetThrough {
         var letThrough = LetThrough()
         drain(into: &letThrough)
         drainSlotLine(into: &letThrough)
@@ -673,7 +692,7 @@ struct QueueScheduler {
     /// operations under way that parked (the queue was suspended), or else the waiters up to and
     /// including the next one that needs a turn of its own.
     private mutating func drain(into letThrough: inout LetThrough) {
-        guard !isSuspended, !line.isEmpty else { return }
+        guard !letsNothingThrough, !line.isEmpty else { return }
         guard isSerial else {
             for waiter in line.removeAll() {
                 release(waiter, into: &letThrough)
@@ -711,7 +730,7 @@ struct QueueScheduler {
     /// Lets operations waiting for a slot go on, in the slot line's order, as many as slots are free. (They
     /// take no slot until they are handed off, so one may find it taken again and park again.)
     private mutating func drainSlotLine(into letThrough: inout LetThrough) {
-        guard !slotLine.isEmpty, !isSuspended else { return }
+        guard !slotLine.isEmpty, !letsNothingThrough else { return }
         var free = width < 0 ? Int.max : width - (unfinished - held.count + handingOff)
         while free > 0, let waiter = slotLine.removeFirst() {
             release(waiter, into: &letThrough)

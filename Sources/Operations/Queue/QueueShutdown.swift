@@ -105,7 +105,8 @@ final class QueueShutdown: @unchecked Sendable {
     }
 
     /// Listens for the finish of every operation on the queue, cancels those that wait, and lets
-    /// a suspended queue run again so that they can finish.
+    /// them go on (the queue let nothing through since the shut-down began, and a suspended
+    /// queue runs again) so that they can finish.
     private func sweep(cancelRunning: Bool) {
         guard let queue else { return }
         let operations = queue.allOperations(includingBarriers: true)
@@ -119,6 +120,7 @@ final class QueueShutdown: @unchecked Sendable {
         if queue.isSuspended {
             queue.isSuspended = false // only cancelled operations are left to start: they finish at once
         }
+        queue.shutDownSwept()
         perform(storage.withLock { $0.machine.sweepEnded() })
     }
 

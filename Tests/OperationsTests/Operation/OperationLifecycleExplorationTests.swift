@@ -896,7 +896,7 @@ private struct Explorer {
                 if ![.enqueuing, .finishing, .finished].contains(world.life.phase) {
                     world.violate("gave back the turn it took as it was held, no longer being added")
                 }
-                world.holdsTurnFromAdd = false // `turnUnused`, then the add ends as usual
+                world.holdsTurnFromAdd = false // `endTurn`, then the add ends as usual
                 return [.finishEnqueuing]
             }
 

@@ -5,7 +5,7 @@ import TestSupport
 
 // Every order of events for small scopes of the queue's scheduling rules, without threads: adds,
 // dependencies finishing, conditions passing, categories granted, Foundation starting what it was
-// given, cancellations, suspensions and resumes, on serial and concurrent queues. The model plays the queue's part (it performs the
+// given, cancellations, suspensions and resumes, a shut-down held until its sweep, on serial and concurrent queues. The model plays the queue's part (it performs the
 // scheduler's actions as `AsyncOperationQueue` does); the invariants are checked in every state.
 
 /// What one operation of the model needs before it can run.
@@ -83,12 +83,16 @@ private struct SchedulerModel {
     var clock = 0
     var handOffOrder: [Int] = []
     var suspensionsLeft: Int
+    /// Whether a shut-down may still begin (once at most).
+    var mayShutDown: Bool
+    /// A shut-down began and its sweep has not ended.
+    var shuttingDown = false
     var violations: [String] = []
 
     /// `maxConcurrentOperationCount`: 1 for a serial queue.
     let width: Int
 
-    init(_ needs: [Needs], width: Int, suspensions: Int) {
+    init(_ needs: [Needs], width: Int, suspensions: Int, shutsDown: Bool = false) {
         self.width = width
         self.needs = needs
         operations = needs.enumerated().map { index, need in
@@ -104,6 +108,7 @@ private struct SchedulerModel {
         foundDependency = Array(repeating: false, count: needs.count)
         plainHoldsTurn = Array(repeating: false, count: needs.count)
         suspensionsLeft = suspensions
+        mayShutDown = shutsDown
         _ = scheduler.setWidth(width)
     }
 
@@ -121,6 +126,9 @@ private struct SchedulerModel {
         if scheduler.isSuspended && !letThrough.proceed.isEmpty {
             violations.append("let operations go on while suspended")
         }
+        if shuttingDown && !letThrough.proceed.isEmpty {
+            violations.append("let operations go on after the shut-down began, before its sweep")
+        }
         handOff(letThrough.handOff)
         _ = scheduler.gaveToFoundation(letThrough.handOff)
         if letThrough.deliversOutbox {
@@ -137,7 +145,7 @@ private struct SchedulerModel {
                 }
                 handOff(delivery.next)
                 for ticket in givenUp {
-                    perform(scheduler.plainOperationLeft(ticket: ticket))
+                    perform(scheduler.turnEnded(ticket: ticket))
                 }
                 delivery = scheduler.takeOutbox(given: delivery.next)
             }
@@ -152,6 +160,9 @@ private struct SchedulerModel {
         for operation in operations {
             let index = index(of: operation)
             if [.handedOff, .started].contains(stages[index]) { violations.append("op\(index) handed off twice") }
+            if shuttingDown && [.plain, .plainWaiting, .nothing].contains(needs[index]) {
+                violations.append("op\(index), which needs nothing, handed off after the shut-down began, before its sweep")
+            }
             stages[index] = .handedOff
             handOffOrder.append(index)
             if wentAt[index] == nil {
@@ -207,8 +218,8 @@ private struct SchedulerModel {
         let busy = withFoundation
         switch scheduler.clearedToRun(async(index), ticket: ticket(index), holdsCategories: holdsCategories) {
         case let .handOff(letThrough):
-            if holdsCategories && scheduler.isSuspended {
-                violations.append("op\(index) handed off holding a category while suspended")
+            if holdsCategories && (scheduler.isSuspended || shuttingDown) {
+                violations.append("op\(index) handed off holding a category while suspended or before a shut-down's sweep")
             }
             if holdsCategories && busy >= width && width > 0 {
                 violations.append("op\(index) handed off holding a category with every slot taken")
@@ -218,7 +229,7 @@ private struct SchedulerModel {
                 violations.append("op\(index) cleared to run without a category, and not handed off")
             }
         case .giveBackCategories:
-            if !scheduler.isSuspended && (busy < width || width < 0) {
+            if !scheduler.isSuspended && !shuttingDown && (busy < width || width < 0) {
                 violations.append("op\(index) gave back its category on a running queue with a free slot")
             }
             stages[index] = .givingBack
@@ -266,6 +277,20 @@ private struct SchedulerModel {
             events.append(ExplorationEvent("suspend") { model in
                 model.suspensionsLeft -= 1
                 model.perform(model.scheduler.setSuspended(true))
+            })
+        }
+        // A shut-down holds everything from its beginning until its sweep (which cancels what
+        // waits: here, the cancel events) lets what waits go on.
+        if shuttingDown {
+            events.append(ExplorationEvent("swept") { model in
+                model.shuttingDown = false
+                model.perform(model.scheduler.shutDownSwept())
+            })
+        } else if mayShutDown {
+            events.append(ExplorationEvent("shut down") { model in
+                model.mayShutDown = false
+                model.shuttingDown = true
+                model.scheduler.shutDownBegan()
             })
         }
         return events.map { event in
@@ -327,14 +352,14 @@ private struct SchedulerModel {
     }
 
     /// It took its turn as it was held, then found it waits for a dependency after all: the turn
-    /// goes back (`turnUnused`), and it asks again once the dependency finished.
+    /// goes back (`turnEnded`), and it asks again once the dependency finished.
     mutating func findDependency(_ index: Int) {
         foundDependency[index] = true
         holdsTurnFromAdd[index] = false
         stages[index] = .waitingForDependencies
         readyAt[index] = nil
         wentAt[index] = nil
-        perform(scheduler.turnUnused(ticket: ticket(index)))
+        perform(scheduler.turnEnded(ticket: ticket(index)))
     }
 
     mutating func conditionsPass(_ index: Int) {
@@ -374,7 +399,7 @@ private struct SchedulerModel {
     mutating func plainLeft(_ index: Int) {
         stages[index] = .left
         plainHoldsTurn[index] = false
-        perform(scheduler.plainOperationLeft(ticket: ticket(index)))
+        perform(scheduler.turnEnded(ticket: ticket(index)))
     }
 
     // MARK: Invariants
@@ -390,7 +415,7 @@ private struct SchedulerModel {
             (passed ? "p" : "n") + (turn.0 ? "t" : "") + (turn.1 ? "f" : "")
         }.joined(separator: "/")
         let plainTurns = plainHoldsTurn.map { $0 ? "t" : "n" }.joined()
-        return "\(plainTurns)|\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
+        return "\(plainTurns)|\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(shuttingDown)|\(mayShutDown)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
     }
 
     func checkInvariants(_ trail: [String]) {
@@ -413,7 +438,7 @@ private struct SchedulerModel {
     }
 
     func checkTerminal(_ trail: [String]) {
-        #expect(!scheduler.isSuspended)
+        #expect(!scheduler.isSuspended && !scheduler.isHeldForShutDown && !shuttingDown)
         #expect(stages.enumerated().allSatisfy { index, stage in
             stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index].isPlain && !plainHoldsTurn[index])
         }, "stuck: \(stages) after \(trail)")
@@ -424,14 +449,16 @@ private struct SchedulerModel {
 }
 
 @Suite struct QueueSchedulerExplorationTests {
-    private static let scopes: [(needs: [Needs], suspensions: Int)] = [
-        ([.conditions, .nothing, .category, .plain], 1),
-        ([.category, .conditions, .category], 2),
-        ([.nothing, .conditions, .plain], 2),
-        ([.plainWaiting, .plain, .conditions], 1),
-        ([.conditions, .category, .nothing, .category], 2),
-        ([.conditionsAtOnce, .nothing, .conditionsAtOnce], 1),
-        ([.conditionsAtOnce, .category, .conditions], 1),
+    private static let scopes: [(needs: [Needs], suspensions: Int, shutsDown: Bool)] = [
+        ([.conditions, .nothing, .category, .plain], 1, false),
+        ([.category, .conditions, .category], 2, false),
+        ([.nothing, .conditions, .plain], 2, false),
+        ([.plainWaiting, .plain, .conditions], 1, false),
+        ([.conditions, .category, .nothing, .category], 2, false),
+        ([.conditionsAtOnce, .nothing, .conditionsAtOnce], 1, false),
+        ([.conditionsAtOnce, .category, .conditions], 1, false),
+        ([.plain, .nothing, .category], 1, true),
+        ([.conditions, .plainWaiting, .nothing], 0, true),
     ]
 
     /// Serial, two slots, and Foundation's default (no limit).
@@ -441,14 +468,14 @@ private struct SchedulerModel {
         for scope in Self.scopes {
             let report = await offThePool {
                 exploreEveryOrder(
-                    from: SchedulerModel(scope.needs, width: width, suspensions: scope.suspensions),
+                    from: SchedulerModel(scope.needs, width: width, suspensions: scope.suspensions, shutsDown: scope.shutsDown),
                     events: \.possibleEvents,
                     key: \.key,
                     check: { $0.checkInvariants($1) },
                     checkTerminal: { $0.checkTerminal($1) }
                 )
             }
-            #expect(report.terminalStates > 0, "QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s): \(report)")
+            #expect(report.terminalStates > 0, "QueueScheduler exploration, width \(width) \(scope.needs.map(\.rawValue)), \(scope.suspensions) suspension(s), shut-down \(scope.shutsDown): \(report)")
             total += report.states
         }
         #expect(total > 1_000) // the scopes really branch
