@@ -41,13 +41,13 @@ extension AsyncOperationQueue {
         if let lineReason = reasonForWaitingInLine(operation, ticket: PlainOperationRegistry.ticket(of: operation)) {
             state = .waitingInLine
             reasons.append(lineReason)
-            reasons += operation.dependencies.filter { !$0.isFinished }.map { .dependency($0.displayName) } // as an AsyncOperation's
+            reasons += operation.dependencies.filter { !$0.isFinished && !($0 is GateOperation) }.map { .dependency($0.displayName) } // as an AsyncOperation's
         } else if operation.isFinished {
             state = .finished
         } else if operation.isExecuting {
             state = .executing
         } else {
-            let unfinished = operation.dependencies.filter { !$0.isFinished }
+            let unfinished = operation.dependencies.filter { !$0.isFinished && !($0 is GateOperation) }
             state = unfinished.isEmpty ? .ready : .waitingForDependencies
             reasons += unfinished.map { .dependency($0.displayName) }
             if state == .ready && isSuspended { reasons.append(.suspendedQueue(name)) }

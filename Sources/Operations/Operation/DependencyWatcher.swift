@@ -175,9 +175,10 @@ final class DependencyWatcher: Sendable {
     /// it, and the dependency's finish then touches freed memory. A queue keeps the plain
     /// operations it is given alive until then (it already does so for its own operations).
     func keepAlive(_ operation: Operation, untilFinished dependencies: [Operation]) {
-        // A listener of each dependency's watch, not an operation of the private queue: Foundation
-        // looks through every operation of a queue each time one is added, so thousands of keepers
-        // waiting at once cost time that grows with their square.
+        // A listener of each dependency's watch (one operation of the private queue per watched
+        // dependency, not one per kept operation): Foundation looks through every operation of a
+        // queue each time one is added, so thousands of keepers of one dependency cost time that
+        // grows with their square.
         for dependency in dependencies where !dependency.isFinished {
             _ = watch(dependency) { withExtendedLifetime(operation) {} }
         }

@@ -72,7 +72,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// What an add of generation `generation` reads as it begins, its operations waiting for
         /// `barrier`. (A method, so that the state is read in place: a copy would cost every add.)
         func addContext(barrier: Operation?, generation: UInt64, groupBeingCreated: Bool) -> AddContext {
-            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended || scheduler.isHeldForShutDown
+            let mayWaitInLine = scheduler.isSerial || scheduler.isSuspended
             return AddContext(
                 delegate: settings.delegateIfSet,
                 barrier: barrier,
@@ -779,6 +779,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
+        for gated in letThrough.gatesToOpen {
+            openGate(gated)
+        }
         if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
             for operation in Self.byPriority(letThrough.proceed, of: { $0 }) {
                 operation.continueTowardsExecution(on: self)
@@ -827,20 +830,80 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         repeat {
             let delivery = state.withLock { [given] in $0.scheduler.takeOutbox(given: given) }
             delivery.idleWaiters.signal()
-            let waitingForDependencies = delivery.plainTurns.filter { !keepsTurnUntilItLeft($0) }
+            let givenUp = delivery.plainTurns.filter { !keepsTurnUntilItLeft($0) }
+            let gated = givenUp.compactMap(holdBehindGateIfWaitingForDependencies)
             given = delivery.next
             giveToFoundation(SmallArray(given))
-            for turn in waitingForDependencies {
-                endTurn(ticket: turn.ticket)
+            for turn in givenUp {
+                endTurn(ticket: turn.ticket) // Foundation's serial queue runs others meanwhile
+            }
+            for gated in gated {
+                openGateOnceReady(gated)
             }
         } while !given.isEmpty
+    }
+
+    /// A plain operation about to reach Foundation on a serial queue waits for dependencies: it
+    /// is held back there by a gate, an operation it depends on that only this queue finishes,
+    /// so that it runs in its turn, not as soon as they finish (see `QueueScheduler.PlainGate`).
+    /// `nil` if it waits for no dependency (a subclass not ready for reasons of its own): it runs
+    /// whenever Foundation finds it ready.
+    private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> QueueScheduler.PlainGate? {
+        guard turn.operation.dependencies.contains(where: { !$0.isFinished }) else { return nil }
+        let gate = GateOperation()
+        turn.operation.addDependency(gate)
+        return QueueScheduler.PlainGate(turn: turn, gate: gate)
+    }
+
+    /// Asks for the gated operation's turn once its dependencies (read again at each finish: one
+    /// may be added meanwhile) have all finished, watching one at a time. It asks before the
+    /// turn of the one that finished last ends (an `AsyncOperation`'s ends once its finish
+    /// listeners have heard, a plain one's once its watchers have), so that it goes before
+    /// operations added after it, as on Foundation's serial queue.
+    private func openGateOnceReady(_ gated: QueueScheduler.PlainGate) {
+        let operation = gated.turn.operation
+        let gate = gated.gate
+        guard !operation.isFinished else { // cancelled: Foundation finished it without its dependencies
+            operation.removeDependency(gate)
+            return
+        }
+        guard let unfinished = operation.dependencies.first(where: { $0 !== gate && !$0.isFinished }) else {
+            perform(state.withLock { $0.scheduler.plainOperationReady(gated) })
+            return
+        }
+        guard let unfinished = unfinished as? AsyncOperation else {
+            _ = engine.dependencyWatcher.watch(unfinished) { // the queue lives until it opens the gate
+                self.openGateOnceReady(gated)
+            }
+            return
+        }
+        let listener = FinishListener() // held by its own handler until it fires
+        listener.listen(to: unfinished) { [listener] in
+            withExtendedLifetime(listener) {}
+            self.openGateOnceReady(gated)
+        }
+    }
+
+    /// The turn of a gated plain operation came: it keeps it until it has finished and its
+    /// dependents have heard of it (watched before the gate opens, so that it cannot finish
+    /// first), and the gate opens. Once it has finished, the gate leaves its dependencies.
+    private func openGate(_ gated: QueueScheduler.PlainGate) {
+        let operation = gated.turn.operation
+        let ticket = gated.turn.ticket
+        let gate = gated.gate
+        engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
+            operation.removeDependency(gate)
+            self?.endTurn(ticket: ticket)
+        }
+        checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)
+        gate.start()
     }
 
     /// A plain operation about to reach Foundation took the turn of a serial queue: it keeps it
     /// until it has finished and its dependents have heard of it (watched before Foundation has
     /// it, so that it cannot finish first), unless it waits for dependencies (read outside every
-    /// lock: a subclass may override `isReady` or `dependencies`), as Foundation's serial queue
-    /// runs others while one waits. Whether it keeps it.
+    /// lock: a subclass may override `isReady` or `dependencies`): then it goes behind a gate
+    /// (`holdBehindGate(_:)`). Whether it keeps it.
     private func keepsTurnUntilItLeft(_ turn: QueueScheduler.PlainTurn) -> Bool {
         // Its dependencies all finished counts as ready: Foundation tells an operation's
         // dependents one after another as it finishes, so `isReady` may lag behind.

@@ -16,9 +16,12 @@ import Foundation
 ///   it ran has finished.
 ///   Operations that need neither conditions nor categories, and plain Foundation operations,
 ///   wait in the same line. A plain operation ready to start as Foundation gets it keeps the
-///   turn until it has finished and its dependents have heard of it (the queue watches it);
-///   one that waits for dependencies gives the turn up then (`turnEnded(ticket:)`), as
-///   Foundation's serial queue runs others while it waits.
+///   turn until it has finished and its dependents have heard of it (the queue watches it).
+///   One that waits for dependencies gives the turn up then (`turnEnded(ticket:)`), as
+///   Foundation's serial queue runs others while it waits, behind a *gate* (an operation it
+///   depends on, which the queue finishes): once its dependencies have finished it asks for its
+///   turn again by its ticket (`plainOperationReady(_:)`), and its gate opens when the turn
+///   comes, so that it runs in its place, never beside another operation's turn.
 /// - A **suspended** queue lets nothing through: an operation added meanwhile, or one that
 ///   reaches its conditions or its categories, waits in line (*parked*) and goes on, in add
 ///   order, once the queue resumes. A queue **shutting down** does the same from the moment
@@ -45,10 +48,13 @@ struct QueueScheduler {
         case handOff(Operation, ticket: UInt64)
         /// Goes on with its conditions or categories (`AsyncOperation.continueTowardsExecution()`).
         case proceed(AsyncOperation, ticket: UInt64)
+        /// A plain operation Foundation has, behind its gate: the gate opens.
+        case openGate(PlainGate)
 
         var ticket: UInt64 {
             switch self {
             case let .handOff(_, ticket), let .proceed(_, ticket): ticket
+            case let .openGate(gated): gated.turn.ticket
             }
         }
 
@@ -56,6 +62,7 @@ struct QueueScheduler {
             switch self {
             case let .handOff(operation, _): operation
             case let .proceed(operation, _): operation
+            case let .openGate(gated): gated.turn.operation
             }
         }
     }
@@ -72,16 +79,18 @@ struct QueueScheduler {
         /// `proceed` came from a concurrent queue's line all at once (a resume): they go on
         /// highest priority first, as Foundation would start them.
         var proceedsByPriority = false
+        /// Plain operations whose turn came, behind gates to open (see `PlainGate`).
+        var gatesToOpen: [PlainGate] = []
 
         /// Nobody is let through.
         var isEmpty: Bool {
-            handOff.isEmpty && !deliversOutbox && proceed.isEmpty
+            handOff.isEmpty && !deliversOutbox && proceed.isEmpty && gatesToOpen.isEmpty
         }
     }
 
     /// Why an operation waits in one of the scheduler's lines.
     enum LineReason: Equatable {
-        /// The queue is suspended.
+        /// The queue is suspended (or its shut-down has begun and not yet swept).
         case suspended
         /// The queue is serial and an operation added earlier goes first.
         case turn
@@ -311,11 +320,13 @@ struct QueueScheduler {
     }
 
     /// Everything admitted and not given to Foundation yet: held operations and plain ones
-    /// waiting for their turn.
+    /// waiting for their turn (not those behind a gate: Foundation has them).
     var allWaiting: [Operation] {
         var all: [Operation] = held.all
-        for waiter in line.waiters where !(waiter.operation is AsyncOperation) {
-            all.append(waiter.operation)
+        for waiter in line.waiters {
+            if case let .handOff(operation, _) = waiter, !(operation is AsyncOperation) {
+                all.append(operation)
+            }
         }
         return all
     }
@@ -372,7 +383,7 @@ struct QueueScheduler {
     }
 
     /// An operation is about to ask for its categories: it parks if the queue is suspended
-    /// (until it resumes) or has no free slot (until one frees up).
+    /// (until it resumes, or a shut-down's sweep) or has no free slot (until one frees up).
     mutating func parkUnlessFreeToTakeCategories(_ operation: AsyncOperation, ticket: UInt64, priority: Operation.QueuePriority = .normal) -> Passage {
         if letsNothingThrough {
             insert(.proceed(operation, ticket: ticket))
@@ -386,7 +397,8 @@ struct QueueScheduler {
     enum HandOffAction {
         /// Give these to Foundation (the operation first), then let the others go on.
         case handOff(LetThrough)
-        /// The operation holds categories, but the queue is suspended or (granted just as the
+        /// The operation holds categories, but the queue is suspended or shutting down (before
+        /// its sweep), or (granted just as the
         /// last slot was taken) has no free slot: it gives them back (they go to whoever can run)
         /// and parks, to ask again when the queue resumes or a slot frees up.
         case giveBackCategories
@@ -484,6 +496,16 @@ struct QueueScheduler {
         depart(endTurn(ticket: ticket) ?? LetThrough())
     }
 
+    /// A plain operation that waited for dependencies behind a gate (`PlainGate`) on a serial
+    /// queue: they have finished. Its gate opens when its turn comes, by its ticket, before
+    /// operations added after it.
+    mutating func plainOperationReady(_ gated: PlainGate) -> LetThrough {
+        insert(.openGate(gated))
+        var letThrough = LetThrough()
+        drain(into: &letThrough)
+        return letThrough
+    }
+
     /// Whether the operation added with `ticket` holds a turn (on a serial queue, the turn).
     func holdsTurn(ticket: UInt64) -> Bool {
         inProgress.contains(ticket)
@@ -572,6 +594,18 @@ struct QueueScheduler {
         let ticket: UInt64
     }
 
+    /// A plain operation that waited for dependencies as it reached Foundation on a serial queue,
+    /// held back there by `gate`, an operation it depends on that only the queue finishes: it
+    /// gave the turn up, and once its dependencies have finished it waits for the turn again
+    /// (`plainOperationReady(_:)`). When the turn comes, the queue opens the gate (finishes it),
+    /// and the operation keeps the turn until it has finished and its dependents have heard of it.
+    struct PlainGate {
+        /// The operation, and the ticket it was added with.
+        let turn: PlainTurn
+        /// The operation Foundation waits for before it starts `turn.operation`.
+        let gate: Operation
+    }
+
     /// What the outbox's deliverer does next.
     struct OutboxDelivery {
         /// What to give Foundation next, in order; empty when the outbox is empty, and then
@@ -614,8 +648,8 @@ struct QueueScheduler {
 
     /// Whether `operation` waits in one of the scheduler's lines, and why; `nil` if it does not.
     func waitsInLine(ticket: UInt64) -> LineReason? {
-        if line.contains(ticket: ticket) { return isSuspended ? .suspended : .turn }
-        if slotLine.contains(ticket: ticket) { return isSuspended ? .suspended : .slot }
+        if line.contains(ticket: ticket) { return letsNothingThrough ? .suspended : .turn }
+        if slotLine.contains(ticket: ticket) { return letsNothingThrough ? .suspended : .slot }
         return nil
     }
 
@@ -689,8 +723,8 @@ struct QueueScheduler {
     }
 
     /// Lets through what may go now: everything on a concurrent queue; on a serial one, the
-    /// operations under way that parked (the queue was suspended), or else the waiters up to and
-    /// including the next one that needs a turn of its own.
+    /// operations under way that parked (the queue was suspended, or shutting down), or else the
+    /// waiters up to and including the next one that needs a turn of its own.
     private mutating func drain(into letThrough: inout LetThrough) {
         guard !letsNothingThrough, !line.isEmpty else { return }
         guard isSerial else {
@@ -745,6 +779,11 @@ struct QueueScheduler {
         case let .proceed(operation, ticket):
             inProgress.insert(ticket)
             letThrough.proceed.append(operation)
+        case let .openGate(gated):
+            if isSerial {
+                inProgress.insert(gated.turn.ticket) // until `turnEnded(ticket:)`
+            }
+            letThrough.gatesToOpen.append(gated)
         }
     }
 }

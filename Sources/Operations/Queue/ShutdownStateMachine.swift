@@ -37,8 +37,8 @@ struct ShutdownStateMachine {
     enum Action: Equatable {
         case none
         /// Listen for every operation's finish (`willListen()` each), cancel those that wait
-        /// (and, if `cancelRunning`, the running ones too), let a suspended queue drain, then
-        /// send `sweepEnded()`.
+        /// (and, if `cancelRunning`, the running ones too), let them go on (the scheduler held
+        /// them since the shut-down began; a suspended queue resumes), then send `sweepEnded()`.
         case sweep(cancelRunning: Bool)
         /// The grace period is over: cancel the operations still running.
         case cancelRunning

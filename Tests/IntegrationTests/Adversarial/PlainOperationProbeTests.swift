@@ -291,9 +291,7 @@ struct PlainOperationProbeTests {
         }
         // Then both queues run the chain through first
         #expect(orders.foundation == ["a2", "p2", "a1", "p1", "later"])
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
-            #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
-        }
+        #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
     }
 
     // Foundation's serial queue as the reference: "Foundation's serial queue runs plain,
@@ -472,9 +470,7 @@ struct PlainOperationProbeTests {
         }
         // Then the dependent goes before the later one
         #expect(orders.foundation == ["first", "waiting", "dependent", "later"])
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
-            #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
-        }
+        #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
     }
 
     // The same, the plain operation waiting for an operation of another queue, which finishes
@@ -512,9 +508,7 @@ struct PlainOperationProbeTests {
         }
         // Then the dependent goes before the later one
         #expect(orders.foundation == ["runner", "waiting", "dependent", "later"])
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
-            #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
-        }
+        #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
     }
 
     // API.md 2: "an operation is never granted a category while it cannot take a slot on its
@@ -543,9 +537,7 @@ struct PlainOperationProbeTests {
         // Then the exclusive one, which cannot start, is not granted X (it would be "ready",
         // with Foundation, holding it)
         let granted = waitUntil(timeout: 1) { exclusive.snapshot().state == .ready }
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
-            #expect(!granted, "\(exclusive.snapshot())")
-        }
+        #expect(!granted, "\(exclusive.snapshot())")
         release.signal()
         #expect(waitUntilFinished([waiting, first, exclusive]), "\(queue.debugDescription)")
         #expect(log.all == ["waiting", "exclusive"])
@@ -804,7 +796,7 @@ struct PlainOperationProbeTests {
             return log.all
         }
         #expect(orders.foundation == ["runner", "late", "dependent", "later"])
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
+        withKnownIssue("a plain subclass not ready for reasons of its own (no unfinished dependency) as Foundation gets it gives the turn up, and runs without one once ready (README, Known limitations)", isIntermittent: true) {
             #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
         }
     }
@@ -1679,9 +1671,7 @@ struct PlainOperationProbeTests {
 
         // Then the dependent goes before the later one
         #expect(waitUntilFinished([group]), "\(group.debugDescription)")
-        withKnownIssue("a plain operation that waits for dependencies as it reaches Foundation gives the turn up, and runs without one once they finish (README, Known limitations)", isIntermittent: true) {
-            #expect(log.all == ["first", "waiting", "dependent", "later"])
-        }
+        #expect(log.all == ["first", "waiting", "dependent", "later"])
     }
 
     // MARK: - Memory

@@ -5,8 +5,9 @@ import TestSupport
 
 // Every order of events for small scopes of the queue's scheduling rules, without threads: adds,
 // dependencies finishing, conditions passing, categories granted, Foundation starting what it was
-// given, cancellations, suspensions and resumes, a shut-down held until its sweep, on serial and concurrent queues. The model plays the queue's part (it performs the
-// scheduler's actions as `AsyncOperationQueue` does); the invariants are checked in every state.
+// given, cancellations, suspensions and resumes, a shut-down held until its sweep, on serial and
+// concurrent queues. The model plays the queue's part (it performs the scheduler's actions as
+// `AsyncOperationQueue` does); the invariants are checked in every state.
 
 /// What one operation of the model needs before it can run.
 private enum Needs: String {
@@ -14,8 +15,9 @@ private enum Needs: String {
 
     /// A plain Foundation operation: handed to Foundation as it is.
     case plain
-    /// A plain Foundation operation that still waits for dependencies as Foundation gets it: it
-    /// gives its turn up at once.
+    /// A plain Foundation operation that still waits for dependencies as Foundation gets it: on
+    /// a serial queue it gives its turn up at once, behind a gate, and once they finish it waits
+    /// for its turn again, by its ticket.
     case plainWaiting
     /// An `AsyncOperation` without dependencies or conditions.
     case nothing
@@ -26,6 +28,16 @@ private enum Needs: String {
     /// Conditions naming no category, and no dependency known when it is added: it asks for its
     /// turn as it is held, and may find a dependency after all (a condition's), giving it back.
     case conditionsAtOnce
+}
+
+/// Where a plain operation behind a gate stands (see `QueueScheduler.PlainGate`).
+private enum GateState: String {
+    /// No gate.
+    case none = "-"
+    /// Its dependencies have not finished.
+    case waitingForDependencies = "d"
+    /// They have; it waits in line for its turn.
+    case waitingForTurn = "t"
 }
 
 /// Where one operation of the model stands.
@@ -80,6 +92,7 @@ private struct SchedulerModel {
     var foundDependency: [Bool]
     /// A plain operation given to Foundation on a serial queue, holding the turn until it left.
     var plainHoldsTurn: [Bool]
+    var gates: [GateState]
     var clock = 0
     var handOffOrder: [Int] = []
     var suspensionsLeft: Int
@@ -107,6 +120,7 @@ private struct SchedulerModel {
         holdsTurnFromAdd = Array(repeating: false, count: needs.count)
         foundDependency = Array(repeating: false, count: needs.count)
         plainHoldsTurn = Array(repeating: false, count: needs.count)
+        gates = Array(repeating: .none, count: needs.count)
         suspensionsLeft = suspensions
         mayShutDown = shutsDown
         _ = scheduler.setWidth(width)
@@ -139,6 +153,7 @@ private struct SchedulerModel {
                     let index = index(of: turn.operation)
                     if needs[index] == .plainWaiting {
                         givenUp.append(turn.ticket) // it waits for dependencies: the turn goes on once Foundation has it
+                        gates[index] = .waitingForDependencies
                     } else {
                         plainHoldsTurn[index] = true // ready: it keeps the turn until it left
                     }
@@ -150,9 +165,31 @@ private struct SchedulerModel {
                 delivery = scheduler.takeOutbox(given: delivery.next)
             }
         }
+        for gated in letThrough.gatesToOpen {
+            openGate(index(of: gated.turn.operation))
+        }
         for operation in letThrough.proceed {
             proceed(index(of: operation))
         }
+    }
+
+    /// The turn of a plain operation behind a gate came: the gate opens, and it keeps the turn
+    /// until it left.
+    mutating func openGate(_ index: Int) {
+        if gates[index] != .waitingForTurn { violations.append("op\(index)'s gate opened as it waited for dependencies") }
+        if shuttingDown || scheduler.isSuspended { violations.append("op\(index)'s gate opened on a suspended queue, or before a shut-down's sweep") }
+        gates[index] = .none
+        plainHoldsTurn[index] = true
+        wentAt[index] = clock
+        checkSerialTurnOrder(going: index)
+    }
+
+    /// The dependencies of a plain operation behind a gate finished: it asks for its turn.
+    mutating func plainDependenciesFinished(_ index: Int) {
+        readyAt[index] = clock
+        gates[index] = .waitingForTurn
+        let turn = QueueScheduler.PlainTurn(operation: operations[index], ticket: ticket(index))
+        perform(scheduler.plainOperationReady(QueueScheduler.PlainGate(turn: turn, gate: BlockOperation {})))
     }
 
     /// Operations reach Foundation, in this order.
@@ -165,7 +202,7 @@ private struct SchedulerModel {
             }
             stages[index] = .handedOff
             handOffOrder.append(index)
-            if wentAt[index] == nil {
+            if wentAt[index] == nil && gates[index] == .none { // a gated one goes as its gate opens
                 wentAt[index] = clock
                 checkSerialTurnOrder(going: index)
             }
@@ -262,6 +299,8 @@ private struct SchedulerModel {
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) }) // cancelled: finished unstarted
             case .handedOff where plainHoldsTurn[index]:
                 events.append(ExplorationEvent("leave op\(index)") { $0.plainLeft(index) })
+            case .handedOff where gates[index] == .waitingForDependencies:
+                events.append(ExplorationEvent("deps op\(index)") { $0.plainDependenciesFinished(index) })
             case .started:
                 events.append(ExplorationEvent("leave op\(index)") { $0.leave(index) })
             default:
@@ -307,7 +346,9 @@ private struct SchedulerModel {
         guard case let .admit(generation, _) = scheduler.beginAdmission(counting: isAsync ? 1 : 0) else { return }
         switch needs[index] {
         case .plain, .plainWaiting, .nothing:
-            readyAt[index] = clock
+            if needs[index] != .plainWaiting || !scheduler.isSerial {
+                readyAt[index] = clock // (a plain one waiting for dependencies is ready once they finish)
+            }
             stages[index] = .inLine
             switch scheduler.admitReady(operation, ticket: ticket(index)) {
             case .handOff:
@@ -414,7 +455,7 @@ private struct SchedulerModel {
         let passed = zip(conditionsPassed, zip(holdsTurnFromAdd, foundDependency)).map { passed, turn in
             (passed ? "p" : "n") + (turn.0 ? "t" : "") + (turn.1 ? "f" : "")
         }.joined(separator: "/")
-        let plainTurns = plainHoldsTurn.map { $0 ? "t" : "n" }.joined()
+        let plainTurns = plainHoldsTurn.map { $0 ? "t" : "n" }.joined() + gates.map(\.rawValue).joined()
         return "\(plainTurns)|\(stagesKey)|\(line)|\(slotLine)|\(turn)|\(scheduler.isSuspended)|\(suspensionsLeft)|\(shuttingDown)|\(mayShutDown)|\(ready)|\(went)|\(passed)|\(handOffOrder)|\(violations.count)"
     }
 
@@ -429,7 +470,7 @@ private struct SchedulerModel {
             }.count
             #expect(going <= 1, "\(going) operations going (or given to Foundation and not finished) at once on a serial queue after \(trail)")
         }
-        for (index, stage) in stages.enumerated() where [.handedOff, .started, .left, .finishedBeforeHandOff].contains(stage) {
+        for (index, stage) in stages.enumerated() where [.handedOff, .started, .left, .finishedBeforeHandOff].contains(stage) && gates[index] != .waitingForTurn {
             #expect(!scheduler.waiting.contains { $0.operation === operations[index] }, "op\(index) done but in line after \(trail)")
             #expect(!scheduler.slotLine.waiters.contains { $0.operation === operations[index] }, "op\(index) done but in the slot line after \(trail)")
         }
@@ -440,7 +481,7 @@ private struct SchedulerModel {
     func checkTerminal(_ trail: [String]) {
         #expect(!scheduler.isSuspended && !scheduler.isHeldForShutDown && !shuttingDown)
         #expect(stages.enumerated().allSatisfy { index, stage in
-            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index].isPlain && !plainHoldsTurn[index])
+            stage == .left || stage == .finishedBeforeHandOff || (stage == .handedOff && needs[index].isPlain && !plainHoldsTurn[index] && gates[index] == .none)
         }, "stuck: \(stages) after \(trail)")
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
         #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")

@@ -126,4 +126,25 @@ import Testing
         let departure = scheduler.operationLeft(ticket: madeSerial ? 2 : 1)
         #expect(departure.letThrough.proceed.map(ObjectIdentifier.init) == [ObjectIdentifier(madeSerial ? waiting[0] : waiting[2])])
     }
+
+    /// A plain operation behind a gate whose dependencies finished while another operation holds
+    /// a serial queue's turn waits in line by its ticket: its gate opens when that turn ends,
+    /// before an operation added after it, and it then holds the turn itself.
+    @Test func gatedPlainOperationReady_waitsForTheTurn_andGoesBeforeALaterOne() {
+        var scheduler = QueueScheduler()
+        _ = scheduler.setWidth(1)
+        let runner = AsyncOperation()
+        #expect(scheduler.requestTurn(for: runner, ticket: 1) == .proceed)
+        let gated = QueueScheduler.PlainGate(turn: QueueScheduler.PlainTurn(operation: BlockOperation {}, ticket: 2), gate: BlockOperation {})
+        let later = AsyncOperation()
+
+        #expect(scheduler.plainOperationReady(gated).isEmpty, "the runner holds the turn")
+        #expect(scheduler.requestTurn(for: later, ticket: 3) == .parked)
+        let letThrough = scheduler.turnEnded(ticket: 1)
+
+        #expect(letThrough.gatesToOpen.map(\.turn.ticket) == [2])
+        #expect(letThrough.proceed.isEmpty, "the later one waits for the gated one's turn")
+        #expect(scheduler.holdsTurn(ticket: 2))
+        #expect(scheduler.turnEnded(ticket: 2).proceed.map(ObjectIdentifier.init) == [ObjectIdentifier(later)])
+    }
 }

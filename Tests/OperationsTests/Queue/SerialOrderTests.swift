@@ -409,4 +409,29 @@ struct SerialOrderTests {
         #expect(waitUntilFinished([plain, later]), "\(queue.debugDescription)")
         #expect(log.all == ["later", "plain"])
     }
+
+    // A plain operation that waits for dependencies as Foundation gets it waits behind a gate
+    // until its turn comes again (README, Known limitations): the gate is listed among its
+    // dependencies only until it has finished.
+    @Test func plainOperationThatWaitedBehindAGate_listsOnlyItsOwnDependencies_onceFinished() {
+        // Given a plain operation on a serial queue, waiting for an operation of another queue
+        let held = HeldOperations()
+        let elsewhere = held.make("elsewhere")
+        let other = AsyncOperationQueue()
+        other.addOperation(elsewhere)
+        #expect(held.waitUntilStarted("elsewhere"))
+        let queue = AsyncOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let plain = BlockOperation {}
+        plain.addDependency(elsewhere)
+        queue.addOperation(plain)
+
+        // When the operation it waits for finishes, and it has run
+        held.finish("elsewhere")
+        #expect(waitUntilFinished([plain]), "\(queue.debugDescription)")
+
+        // Then its dependencies are its own again
+        #expect(waitUntil { plain.dependencies.count == 1 }, "\(plain.dependencies)")
+        #expect(plain.dependencies.first === elsewhere)
+    }
 }
