@@ -850,8 +850,12 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// whenever Foundation finds it ready.
     private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> QueueScheduler.PlainGate? {
         guard turn.operation.dependencies.contains(where: { !$0.isFinished }) else { return nil }
+        let operation = turn.operation
         let gate = GateOperation()
-        turn.operation.addDependency(gate)
+        operation.addDependency(gate)
+        _ = engine.dependencyWatcher.watch(operation) { // finished, perhaps cancelled before its turn
+            operation.removeDependency(gate)
+        }
         return QueueScheduler.PlainGate(turn: turn, gate: gate)
     }
 
@@ -863,10 +867,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     private func openGateOnceReady(_ gated: QueueScheduler.PlainGate) {
         let operation = gated.turn.operation
         let gate = gated.gate
-        guard !operation.isFinished else { // cancelled: Foundation finished it without its dependencies
-            operation.removeDependency(gate)
-            return
-        }
+        guard !operation.isFinished else { return } // cancelled: Foundation finished it without its dependencies
         guard let unfinished = operation.dependencies.first(where: { $0 !== gate && !$0.isFinished }) else {
             perform(state.withLock { $0.scheduler.plainOperationReady(gated) })
             return
@@ -886,13 +887,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// The turn of a gated plain operation came: it keeps it until it has finished and its
     /// dependents have heard of it (watched before the gate opens, so that it cannot finish
-    /// first), and the gate opens. Once it has finished, the gate leaves its dependencies.
+    /// first), and the gate opens. (Once it has finished, the gate leaves its dependencies:
+    /// `holdBehindGateIfWaitingForDependencies(_:)`.)
     private func openGate(_ gated: QueueScheduler.PlainGate) {
         let operation = gated.turn.operation
         let ticket = gated.turn.ticket
         let gate = gated.gate
         engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
-            operation.removeDependency(gate)
             self?.endTurn(ticket: ticket)
         }
         checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)

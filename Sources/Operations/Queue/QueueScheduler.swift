@@ -141,9 +141,11 @@ struct QueueScheduler {
     /// Plain operations the scheduler keeps (in line, or in the outbox) and has not given to
     /// Foundation yet: a wait for the queue waits for them too, as Foundation's would.
     private(set) var keptPlain = 0
-    /// Plain operations in a serial queue's outbox, with the tickets of the turns they take:
-    /// handed to the deliverer with them (`OutboxDelivery.plainTurns`).
-    private var plainTurnsInOutbox: [PlainTurn] = []
+    /// Plain operations on their way to Foundation through a serial queue's outbox (in it, or
+    /// taken by its deliverer), with the tickets of the turns they take: handed to the deliverer
+    /// with them (`OutboxDelivery.plainTurns`), and listed (`allWaiting`) until Foundation has
+    /// them, so that a cancellation of all, a shut-down's sweep or a barrier never misses one.
+    private var plainOnTheirWay: [PlainTurn] = []
     /// Threads in `waitUntilAllOperationsAreFinished()`, woken once the scheduler is idle.
     private(set) var idleWaiters = IdleWaiters()
     /// The latest barrier that has not finished: everything added after it waits for it.
@@ -314,13 +316,17 @@ struct QueueScheduler {
                 }
             } else {
                 keptPlain -= 1 // a plain operation reaches Foundation only from the scheduler's line or outbox
+                if !plainOnTheirWay.isEmpty, let index = plainOnTheirWay.firstIndex(where: { $0.operation === operation }) {
+                    plainOnTheirWay.remove(at: index)
+                }
             }
         }
         return takeIdleWaitersIfIdle()
     }
 
-    /// Everything admitted and not given to Foundation yet: held operations and plain ones
-    /// waiting for their turn (not those behind a gate: Foundation has them).
+    /// Everything admitted and not given to Foundation yet: held operations, plain ones waiting
+    /// for their turn (not those behind a gate: Foundation has them) and plain ones on their way
+    /// to Foundation.
     var allWaiting: [Operation] {
         var all: [Operation] = held.all
         for waiter in line.waiters {
@@ -328,6 +334,7 @@ struct QueueScheduler {
                 all.append(operation)
             }
         }
+        all += plainOnTheirWay.map(\.operation)
         return all
     }
 
@@ -512,12 +519,12 @@ struct QueueScheduler {
     }
 
     /// The turns of the plain operations among `delivered`, which the outbox's deliverer takes
-    /// to give to Foundation; they leave the list.
-    private mutating func takePlainTurns(of delivered: [Operation]) -> [PlainTurn] {
+    /// to give to Foundation; they stay listed until Foundation has them (`gaveToFoundation`).
+    private func plainTurns(of delivered: [Operation]) -> [PlainTurn] {
         var taken: [PlainTurn] = []
         for operation in delivered where !(operation is AsyncOperation) {
-            if let index = plainTurnsInOutbox.firstIndex(where: { $0.operation === operation }) {
-                taken.append(plainTurnsInOutbox.remove(at: index))
+            if let turn = plainOnTheirWay.first(where: { $0.operation === operation }) {
+                taken.append(turn)
             }
         }
         return taken
@@ -573,7 +580,7 @@ struct QueueScheduler {
             }
         } else if isSerial {
             inProgress.insert(ticket) // until `turnEnded(ticket:)`
-            plainTurnsInOutbox.append(PlainTurn(operation: operation, ticket: ticket))
+            plainOnTheirWay.append(PlainTurn(operation: operation, ticket: ticket))
         }
         guard usesOutbox else {
             letThrough.handOff.append(operation)
@@ -623,8 +630,8 @@ struct QueueScheduler {
         var delivery = OutboxDelivery(idleWaiters: gaveToFoundation(given))
         if case let .items(next) = outbox.takeNext() {
             delivery.next = next
-            if !plainTurnsInOutbox.isEmpty {
-                delivery.plainTurns = takePlainTurns(of: next)
+            if !plainOnTheirWay.isEmpty {
+                delivery.plainTurns = plainTurns(of: next)
             }
         }
         return delivery

@@ -29,75 +29,6 @@ import TestSupport
 // reaches Foundation but cannot start yet: made to wait for a later operation meanwhile, it keeps
 // the turn for ever and the queue deadlocks (Foundation's serial queue runs the later one).
 
-/// A new `AsyncOperationQueue` with `maxConcurrentOperationCount = 1`.
-private func serialAsyncQueue(_ name: String = uniqueName("plain-serial")) -> AsyncOperationQueue {
-    let queue = AsyncOperationQueue()
-    queue.name = name
-    queue.maxConcurrentOperationCount = 1
-    return queue
-}
-
-/// Foundation's own serial queue: the reference.
-private func serialFoundationQueue() -> OperationQueue {
-    let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 1
-    return queue
-}
-
-/// What a scenario makes its operations with: on Foundation's own queue every operation is a
-/// plain `BlockOperation`; on an `AsyncOperationQueue` those the scenario asks for as
-/// `asynchronous` are `AsyncBlockOperation`s. Each records its label in `log` as it starts.
-private struct ScenarioOperations: Sendable {
-    let recording: RecordingOperations
-    let onFoundation: Bool
-
-    init(_ prefix: String, onFoundation: Bool) {
-        recording = RecordingOperations(prefix)
-        self.onFoundation = onFoundation
-    }
-
-    var log: Recorder<String> { recording.executed }
-
-    func plain(_ label: String) -> BlockOperation {
-        recording.makePlain(label)
-    }
-
-    func asynchronous(_ label: String) -> Operation {
-        onFoundation ? recording.makePlain(label) : recording.make(label)
-    }
-
-    /// A plain operation that records `label` as it starts and returns once `release` fires.
-    func gated(_ label: String, _ release: Signal) -> BlockOperation {
-        gatedOperation(label, started: log, release: release)
-    }
-
-    /// The same as an `AsyncBlockOperation` on the package's queue.
-    func gatedAsynchronous(_ label: String, _ release: Signal) -> Operation {
-        guard !onFoundation else { return gated(label, release) }
-        let log = log
-        let operation = AsyncBlockOperation {
-            log.append(label)
-            _ = release.wait(timeout: blockingTimeout)
-        }
-        operation.name = label
-        return operation
-    }
-
-    func queue() -> OperationQueue {
-        onFoundation ? serialFoundationQueue() : serialAsyncQueue()
-    }
-}
-
-/// Runs `scenario` on Foundation's own serial queue and on a serial `AsyncOperationQueue`: the
-/// orders each recorded.
-private func onBothQueues(_ prefix: String, _ scenario: (OperationQueue, ScenarioOperations) -> [String]) -> (foundation: [String], package: [String]) {
-    let reference = ScenarioOperations(prefix, onFoundation: true)
-    let foundation = scenario(reference.queue(), reference)
-    let ours = ScenarioOperations(prefix, onFoundation: false)
-    let package = scenario(ours.queue(), ours)
-    return (foundation, package)
-}
-
 /// A plain Foundation operation (no `AsyncOperation`) that is not ready until `makeReady()`. It
 /// overrides `isReady` and announces the change with `willChangeValue`/`didChangeValue(forKey:
 /// "isReady")`, as Foundation asks of a subclass; once cancelled it is ready, so that it can
@@ -136,72 +67,8 @@ private final class LateReadyOperation: Operation, @unchecked Sendable {
     }
 }
 
-/// A plain Foundation operation that runs asynchronously: `start()` marks it executing and calls
-/// `onStart`; it finishes when `finish()` is called, from any thread, announcing both changes
-/// with `willChangeValue`/`didChangeValue`, as Foundation asks of an asynchronous subclass.
-private final class ManuallyFinishedOperation: Operation, @unchecked Sendable {
-    // @unchecked Sendable: `executing` and `finished` are only touched while holding `lock`;
-    // `onStart` is immutable; the rest is Foundation's.
-    private let lock = NSLock()
-    private var executing = false
-    private var finished = false
-    private let onStart: @Sendable (ManuallyFinishedOperation) -> Void
-
-    init(name: String, onStart: @escaping @Sendable (ManuallyFinishedOperation) -> Void) {
-        self.onStart = onStart
-        super.init()
-        self.name = name
-    }
-
-    override var isAsynchronous: Bool { true }
-
-    override var isExecuting: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return executing
-    }
-
-    override var isFinished: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return finished
-    }
-
-    override func start() {
-        guard !isCancelled else {
-            finish()
-            return
-        }
-        willChangeValue(forKey: "isExecuting")
-        lock.lock()
-        executing = true
-        lock.unlock()
-        didChangeValue(forKey: "isExecuting")
-        onStart(self)
-    }
-
-    func finish() {
-        willChangeValue(forKey: "isExecuting")
-        willChangeValue(forKey: "isFinished")
-        lock.lock()
-        executing = false
-        finished = true
-        lock.unlock()
-        didChangeValue(forKey: "isExecuting")
-        didChangeValue(forKey: "isFinished")
-    }
-}
-
 /// An object whose release a memory probe checks.
 private final class Token: Sendable {}
-
-/// Whether `errors` holds `AsyncOperationError.queueShutDown`.
-private func hasQueueShutDown(_ errors: [any Error]) -> Bool {
-    errors.contains { error in
-        if case .queueShutDown? = error as? AsyncOperationError { return true }
-        return false
-    }
-}
 
 @Suite("Plain operation probes, round 9")
 struct PlainOperationProbeTests {
@@ -272,7 +139,7 @@ struct PlainOperationProbeTests {
 
     // Foundation's serial queue as the reference, and API.md 9: a chain of both kinds added last
     // link first (each waits for one added after it) runs through before a later operation.
-    // Found by this probe, a known limitation: a plain operation that gave its turn up runs without a turn; an operation added later overtakes its AsyncOperation dependent.
+    // Found by this probe, fixed since (the plain operation waits behind a gate for its turn): a plain operation that gave its turn up runs without a turn; an operation added later overtakes its AsyncOperation dependent.
     @Test
     func chainOfBothKindsAddedLastLinkFirst_runsThroughBeforeALaterOne_asFoundationsSerialQueueDoes() {
         let orders = onBothQueues("reverse") { queue, ops in
@@ -441,13 +308,13 @@ struct PlainOperationProbeTests {
         #expect(orders.package == orders.foundation, "AsyncOperationQueue: \(orders.package); Foundation: \(orders.foundation)")
     }
 
-    // MARK: - A plain operation that gave its turn up (FOUND)
+    // MARK: - A plain operation that gave its turn up (FOUND, fixed)
 
     // Foundation's serial queue as the reference, and API.md 9: "start the operations whose
     // dependencies have finished in the order they were added". A plain operation that waited
     // for an AsyncOperation added after it, and an AsyncOperation that depends on it: once it
     // finishes, its dependent (added earlier) starts before the later operation.
-    // Found by this probe, a known limitation: an AsyncOperation depending on a plain one that gave its turn up starts after an operation added after it.
+    // Found by this probe, fixed since (the plain operation waits behind a gate for its turn): an AsyncOperation depending on a plain one that gave its turn up starts after an operation added after it.
     @Test
     func dependentOfAPlainOneThatWaitedForALaterOne_goesBeforeAnOperationAddedAfterIt_asFoundationsSerialQueueDoes() {
         let orders = onBothQueues("gaveUp") { queue, ops in
@@ -475,7 +342,7 @@ struct PlainOperationProbeTests {
 
     // The same, the plain operation waiting for an operation of another queue, which finishes
     // while the serial queue runs something else.
-    // Found by this probe, a known limitation: an AsyncOperation depending on a plain one that waited for another queue starts after an operation added after it.
+    // Found by this probe, fixed since (the plain operation waits behind a gate for its turn): an AsyncOperation depending on a plain one that waited for another queue starts after an operation added after it.
     @Test
     func dependentOfAPlainOneThatWaitedForAnotherQueue_goesBeforeAnOperationAddedAfterIt_asFoundationsSerialQueueDoes() {
         let orders = onBothQueues("otherQueue") { queue, ops in
@@ -514,7 +381,7 @@ struct PlainOperationProbeTests {
     // API.md 2: "an operation is never granted a category while it cannot take a slot on its
     // queue". On a serial queue, while a plain operation that gave its turn up (it waited for a
     // dependency) runs, the operation behind it cannot start, and must hold no category.
-    // Found by this probe, a known limitation: behind a running plain operation that gave its turn up, the next operation is granted its category while it cannot start.
+    // Found by this probe, fixed since (the plain operation waits behind a gate for its turn): behind a running plain operation that gave its turn up, the next operation is granted its category while it cannot start.
     @Test
     func operationBehindARunningPlainOneThatGaveItsTurnUp_isNotGrantedItsCategory() {
         // Given a serial queue given [waiting (plain, runs until released), which waits for
@@ -1646,7 +1513,7 @@ struct PlainOperationProbeTests {
     // The FOUND above in a serial group: a plain child that waited for a later child, then its
     // AsyncOperation dependent and a child added after it (API.md 9; Foundation's serial queue as
     // the reference for the same operations).
-    // Found by this probe, a known limitation: in a serial group, an AsyncOperation depending on a plain child that gave its turn up starts after a child added after it.
+    // Found by this probe, fixed since (the plain operation waits behind a gate for its turn): in a serial group, an AsyncOperation depending on a plain child that gave its turn up starts after a child added after it.
     @Test
     func serialGroup_dependentOfAPlainChildThatWaitedForALaterOne_goesBeforeALaterChild() {
         // Given a serial group of [waiting (plain), which waits for first; dependent of waiting;

@@ -157,3 +157,138 @@ func runProbeScenarioInChildProcess(testName: String, scenario: String, timeout:
         output: text
     )
 }
+
+// Shared by the plain-operation probes (round 9, and the plain gate's).
+
+/// A new `AsyncOperationQueue` with `maxConcurrentOperationCount = 1`.
+func serialAsyncQueue(_ name: String = uniqueName("plain-serial")) -> AsyncOperationQueue {
+    let queue = AsyncOperationQueue()
+    queue.name = name
+    queue.maxConcurrentOperationCount = 1
+    return queue
+}
+
+/// Foundation's own serial queue: the reference.
+func serialFoundationQueue() -> OperationQueue {
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    return queue
+}
+
+/// What a scenario makes its operations with: on Foundation's own queue every operation is a
+/// plain `BlockOperation`; on an `AsyncOperationQueue` those the scenario asks for as
+/// `asynchronous` are `AsyncBlockOperation`s. Each records its label in `log` as it starts.
+struct ScenarioOperations: Sendable {
+    let recording: RecordingOperations
+    let onFoundation: Bool
+
+    init(_ prefix: String, onFoundation: Bool) {
+        recording = RecordingOperations(prefix)
+        self.onFoundation = onFoundation
+    }
+
+    var log: Recorder<String> { recording.executed }
+
+    func plain(_ label: String) -> BlockOperation {
+        recording.makePlain(label)
+    }
+
+    func asynchronous(_ label: String) -> Operation {
+        onFoundation ? recording.makePlain(label) : recording.make(label)
+    }
+
+    /// A plain operation that records `label` as it starts and returns once `release` fires.
+    func gated(_ label: String, _ release: Signal) -> BlockOperation {
+        gatedOperation(label, started: log, release: release)
+    }
+
+    /// The same as an `AsyncBlockOperation` on the package's queue.
+    func gatedAsynchronous(_ label: String, _ release: Signal) -> Operation {
+        guard !onFoundation else { return gated(label, release) }
+        let log = log
+        let operation = AsyncBlockOperation {
+            log.append(label)
+            _ = release.wait(timeout: blockingTimeout)
+        }
+        operation.name = label
+        return operation
+    }
+
+    func queue() -> OperationQueue {
+        onFoundation ? serialFoundationQueue() : serialAsyncQueue()
+    }
+}
+
+/// Runs `scenario` on Foundation's own serial queue and on a serial `AsyncOperationQueue`: the
+/// orders each recorded.
+func onBothQueues(_ prefix: String, _ scenario: (OperationQueue, ScenarioOperations) -> [String]) -> (foundation: [String], package: [String]) {
+    let reference = ScenarioOperations(prefix, onFoundation: true)
+    let foundation = scenario(reference.queue(), reference)
+    let ours = ScenarioOperations(prefix, onFoundation: false)
+    let package = scenario(ours.queue(), ours)
+    return (foundation, package)
+}
+
+/// Whether `errors` holds `AsyncOperationError.queueShutDown`.
+func hasQueueShutDown(_ errors: [any Error]) -> Bool {
+    errors.contains { error in
+        if case .queueShutDown? = error as? AsyncOperationError { return true }
+        return false
+    }
+}
+
+/// A plain Foundation operation that runs asynchronously: `start()` marks it executing and calls
+/// `onStart`; it finishes when `finish()` is called, from any thread, announcing both changes
+/// with `willChangeValue`/`didChangeValue`, as Foundation asks of an asynchronous subclass.
+final class ManuallyFinishedOperation: Operation, @unchecked Sendable {
+    // @unchecked Sendable: `executing` and `finished` are only touched while holding `lock`;
+    // `onStart` is immutable; the rest is Foundation's.
+    private let lock = NSLock()
+    private var executing = false
+    private var finished = false
+    private let onStart: @Sendable (ManuallyFinishedOperation) -> Void
+
+    init(name: String, onStart: @escaping @Sendable (ManuallyFinishedOperation) -> Void) {
+        self.onStart = onStart
+        super.init()
+        self.name = name
+    }
+
+    override var isAsynchronous: Bool { true }
+
+    override var isExecuting: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return executing
+    }
+
+    override var isFinished: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return finished
+    }
+
+    override func start() {
+        guard !isCancelled else {
+            finish()
+            return
+        }
+        willChangeValue(forKey: "isExecuting")
+        lock.lock()
+        executing = true
+        lock.unlock()
+        didChangeValue(forKey: "isExecuting")
+        onStart(self)
+    }
+
+    func finish() {
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        lock.lock()
+        executing = false
+        finished = true
+        lock.unlock()
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+}

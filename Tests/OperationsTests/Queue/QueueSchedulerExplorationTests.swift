@@ -486,6 +486,7 @@ private struct SchedulerModel {
         #expect(handOffOrder.count == Set(handOffOrder).count, "handed off twice: \(handOffOrder)")
         #expect(scheduler.waiting.isEmpty && scheduler.slotLine.isEmpty && scheduler.held.isEmpty && scheduler.inProgress.isEmpty, "left over after \(trail)")
         #expect(scheduler.isIdle, "a wait for the queue would not end after \(trail)")
+        #expect(scheduler.allWaiting.isEmpty, "listed as waiting though Foundation has it, after \(trail)")
     }
 }
 
