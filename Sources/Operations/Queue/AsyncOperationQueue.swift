@@ -779,8 +779,10 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
-        for gated in letThrough.gatesToOpen {
-            openGate(gated)
+        if !letThrough.gatesToOpen.isEmpty {
+            for gate in letThrough.gatesToOpen {
+                openGate(gate)
+            }
         }
         if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
             for operation in Self.byPriority(letThrough.proceed, of: { $0 }) {
@@ -837,26 +839,26 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             for turn in givenUp {
                 endTurn(ticket: turn.ticket) // Foundation's serial queue runs others meanwhile
             }
-            for gated in gated {
-                openGateOnceReady(gated)
+            for gate in gated {
+                openGateOnceReady(gate)
             }
         } while !given.isEmpty
     }
 
     /// A plain operation about to reach Foundation on a serial queue waits for dependencies: it
     /// is held back there by a gate, an operation it depends on that only this queue finishes,
-    /// so that it runs in its turn, not as soon as they finish (see `QueueScheduler.PlainGate`).
+    /// so that it runs in its turn, not as soon as they finish (see `GateOperation`).
     /// `nil` if it waits for no dependency (a subclass not ready for reasons of its own): it runs
     /// whenever Foundation finds it ready.
-    private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> QueueScheduler.PlainGate? {
-        guard turn.operation.dependencies.contains(where: { !$0.isFinished }) else { return nil }
+    private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> GateOperation? {
         let operation = turn.operation
-        let gate = GateOperation()
+        guard operation.dependencies.contains(where: { !$0.isFinished }) else { return nil }
+        let gate = GateOperation(holdingBack: operation, ticket: turn.ticket)
         operation.addDependency(gate)
         _ = engine.dependencyWatcher.watch(operation) { // finished, perhaps cancelled before its turn
-            operation.removeDependency(gate)
+            operation.removeDependency(gate) // (which also ends the gate's hold on it)
         }
-        return QueueScheduler.PlainGate(turn: turn, gate: gate)
+        return gate
     }
 
     /// Asks for the gated operation's turn once its dependencies (read again at each finish: one
@@ -864,24 +866,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// turn of the one that finished last ends (an `AsyncOperation`'s ends once its finish
     /// listeners have heard, a plain one's once its watchers have), so that it goes before
     /// operations added after it, as on Foundation's serial queue.
-    private func openGateOnceReady(_ gated: QueueScheduler.PlainGate) {
-        let operation = gated.turn.operation
-        let gate = gated.gate
+    private func openGateOnceReady(_ gate: GateOperation) {
+        let operation = gate.operation
         guard !operation.isFinished else { return } // cancelled: Foundation finished it without its dependencies
         guard let unfinished = operation.dependencies.first(where: { $0 !== gate && !$0.isFinished }) else {
-            perform(state.withLock { $0.scheduler.plainOperationReady(gated) })
+            perform(state.withLock { $0.scheduler.plainOperationReady(gate) })
             return
         }
         guard let unfinished = unfinished as? AsyncOperation else {
             _ = engine.dependencyWatcher.watch(unfinished) { // the queue lives until it opens the gate
-                self.openGateOnceReady(gated)
+                self.openGateOnceReady(gate)
             }
             return
         }
         let listener = FinishListener() // held by its own handler until it fires
         listener.listen(to: unfinished) { [listener] in
             withExtendedLifetime(listener) {}
-            self.openGateOnceReady(gated)
+            self.openGateOnceReady(gate)
         }
     }
 
@@ -889,10 +890,9 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// dependents have heard of it (watched before the gate opens, so that it cannot finish
     /// first), and the gate opens. (Once it has finished, the gate leaves its dependencies:
     /// `holdBehindGateIfWaitingForDependencies(_:)`.)
-    private func openGate(_ gated: QueueScheduler.PlainGate) {
-        let operation = gated.turn.operation
-        let ticket = gated.turn.ticket
-        let gate = gated.gate
+    private func openGate(_ gate: GateOperation) {
+        let operation = gate.operation
+        let ticket = gate.ticket
         engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
             self?.endTurn(ticket: ticket)
         }

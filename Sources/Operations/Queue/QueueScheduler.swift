@@ -48,13 +48,13 @@ struct QueueScheduler {
         case handOff(Operation, ticket: UInt64)
         /// Goes on with its conditions or categories (`AsyncOperation.continueTowardsExecution()`).
         case proceed(AsyncOperation, ticket: UInt64)
-        /// A plain operation Foundation has, behind its gate: the gate opens.
-        case openGate(PlainGate)
+        /// A plain operation Foundation has, behind its gate (`GateOperation`): the gate opens.
+        case openGate(GateOperation)
 
         var ticket: UInt64 {
             switch self {
             case let .handOff(_, ticket), let .proceed(_, ticket): ticket
-            case let .openGate(gated): gated.turn.ticket
+            case let .openGate(gate): gate.ticket
             }
         }
 
@@ -62,7 +62,7 @@ struct QueueScheduler {
             switch self {
             case let .handOff(operation, _): operation
             case let .proceed(operation, _): operation
-            case let .openGate(gated): gated.turn.operation
+            case let .openGate(gate): gate.operation
             }
         }
     }
@@ -79,8 +79,9 @@ struct QueueScheduler {
         /// `proceed` came from a concurrent queue's line all at once (a resume): they go on
         /// highest priority first, as Foundation would start them.
         var proceedsByPriority = false
-        /// Plain operations whose turn came, behind gates to open (see `PlainGate`).
-        var gatesToOpen: [PlainGate] = []
+        /// Gates to open: the plain operations they hold back have their turn (`GateOperation`).
+        /// Rarely any: kept inline, so that an empty one costs no reference counting.
+        var gatesToOpen = SmallArray<GateOperation>()
 
         /// Nobody is let through.
         var isEmpty: Bool {
@@ -503,11 +504,11 @@ struct QueueScheduler {
         depart(endTurn(ticket: ticket) ?? LetThrough())
     }
 
-    /// A plain operation that waited for dependencies behind a gate (`PlainGate`) on a serial
-    /// queue: they have finished. Its gate opens when its turn comes, by its ticket, before
-    /// operations added after it.
-    mutating func plainOperationReady(_ gated: PlainGate) -> LetThrough {
-        insert(.openGate(gated))
+    /// A plain operation that waited for dependencies behind a gate (`GateOperation`) on a
+    /// serial queue: they have finished. Its gate opens when its turn comes, by its ticket,
+    /// before operations added after it.
+    mutating func plainOperationReady(_ gate: GateOperation) -> LetThrough {
+        insert(.openGate(gate))
         var letThrough = LetThrough()
         drain(into: &letThrough)
         return letThrough
@@ -599,18 +600,6 @@ struct QueueScheduler {
         let operation: Operation
         /// The ticket it was added with, and whose turn it took.
         let ticket: UInt64
-    }
-
-    /// A plain operation that waited for dependencies as it reached Foundation on a serial queue,
-    /// held back there by `gate`, an operation it depends on that only the queue finishes: it
-    /// gave the turn up, and once its dependencies have finished it waits for the turn again
-    /// (`plainOperationReady(_:)`). When the turn comes, the queue opens the gate (finishes it),
-    /// and the operation keeps the turn until it has finished and its dependents have heard of it.
-    struct PlainGate {
-        /// The operation, and the ticket it was added with.
-        let turn: PlainTurn
-        /// The operation Foundation waits for before it starts `turn.operation`.
-        let gate: Operation
     }
 
     /// What the outbox's deliverer does next.
@@ -786,11 +775,11 @@ struct QueueScheduler {
         case let .proceed(operation, ticket):
             inProgress.insert(ticket)
             letThrough.proceed.append(operation)
-        case let .openGate(gated):
+        case let .openGate(gate):
             if isSerial {
-                inProgress.insert(gated.turn.ticket) // until `turnEnded(ticket:)`
+                inProgress.insert(gate.ticket) // until `turnEnded(ticket:)`
             }
-            letThrough.gatesToOpen.append(gated)
+            letThrough.gatesToOpen.append(gate)
         }
     }
 }

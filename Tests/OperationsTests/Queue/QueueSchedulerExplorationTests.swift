@@ -30,7 +30,7 @@ private enum Needs: String {
     case conditionsAtOnce
 }
 
-/// Where a plain operation behind a gate stands (see `QueueScheduler.PlainGate`).
+/// Where a plain operation behind a gate stands (see `GateOperation`).
 private enum GateState: String {
     /// No gate.
     case none = "-"
@@ -166,7 +166,7 @@ private struct SchedulerModel {
             }
         }
         for gated in letThrough.gatesToOpen {
-            openGate(index(of: gated.turn.operation))
+            openGate(index(of: gated.operation))
         }
         for operation in letThrough.proceed {
             proceed(index(of: operation))
@@ -188,8 +188,7 @@ private struct SchedulerModel {
     mutating func plainDependenciesFinished(_ index: Int) {
         readyAt[index] = clock
         gates[index] = .waitingForTurn
-        let turn = QueueScheduler.PlainTurn(operation: operations[index], ticket: ticket(index))
-        perform(scheduler.plainOperationReady(QueueScheduler.PlainGate(turn: turn, gate: BlockOperation {})))
+        perform(scheduler.plainOperationReady(GateOperation(holdingBack: operations[index], ticket: ticket(index))))
     }
 
     /// Operations reach Foundation, in this order.

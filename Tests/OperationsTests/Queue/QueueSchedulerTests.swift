@@ -135,14 +135,14 @@ import Testing
         _ = scheduler.setWidth(1)
         let runner = AsyncOperation()
         #expect(scheduler.requestTurn(for: runner, ticket: 1) == .proceed)
-        let gated = QueueScheduler.PlainGate(turn: QueueScheduler.PlainTurn(operation: BlockOperation {}, ticket: 2), gate: BlockOperation {})
+        let gated = GateOperation(holdingBack: BlockOperation {}, ticket: 2)
         let later = AsyncOperation()
 
         #expect(scheduler.plainOperationReady(gated).isEmpty, "the runner holds the turn")
         #expect(scheduler.requestTurn(for: later, ticket: 3) == .parked)
         let letThrough = scheduler.turnEnded(ticket: 1)
 
-        #expect(letThrough.gatesToOpen.map(\.turn.ticket) == [2])
+        #expect(letThrough.gatesToOpen.map(\.ticket) == [2])
         #expect(letThrough.proceed.isEmpty, "the later one waits for the gated one's turn")
         #expect(scheduler.holdsTurn(ticket: 2))
         #expect(scheduler.turnEnded(ticket: 2).proceed.map(ObjectIdentifier.init) == [ObjectIdentifier(later)])
