@@ -779,10 +779,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
-        if !letThrough.gatesToOpen.isEmpty {
-            for gate in letThrough.gatesToOpen {
-                openGate(gate)
-            }
+        for gate in letThrough.gatesToOpen {
+            openGate(gate)
         }
         if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
             for operation in Self.byPriority(letThrough.proceed, of: { $0 }) {
@@ -832,9 +830,13 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         repeat {
             let delivery = state.withLock { [given] in $0.scheduler.takeOutbox(given: given) }
             delivery.idleWaiters.signal()
+            given = delivery.next
+            guard !delivery.plainTurns.isEmpty else { // the usual case: no plain operation among them
+                giveToFoundation(SmallArray(given))
+                continue
+            }
             let givenUp = delivery.plainTurns.filter { !keepsTurnUntilItLeft($0) }
             let gated = givenUp.compactMap(holdBehindGateIfWaitingForDependencies)
-            given = delivery.next
             giveToFoundation(SmallArray(given))
             for turn in givenUp {
                 endTurn(ticket: turn.ticket) // Foundation's serial queue runs others meanwhile
@@ -891,12 +893,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// first), and the gate opens. (Once it has finished, the gate leaves its dependencies:
     /// `holdBehindGateIfWaitingForDependencies(_:)`.)
     private func openGate(_ gate: GateOperation) {
-        let operation = gate.operation
-        let ticket = gate.ticket
-        engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
-            self?.endTurn(ticket: ticket)
-        }
-        checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)
+        keepTurnUntilItLeft(gate.operation, ticket: gate.ticket)
         gate.start()
     }
 
@@ -904,18 +901,24 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// until it has finished and its dependents have heard of it (watched before Foundation has
     /// it, so that it cannot finish first), unless it waits for dependencies (read outside every
     /// lock: a subclass may override `isReady` or `dependencies`): then it goes behind a gate
-    /// (`holdBehindGate(_:)`). Whether it keeps it.
+    /// (`holdBehindGateIfWaitingForDependencies(_:)`). Whether it keeps it.
     private func keepsTurnUntilItLeft(_ turn: QueueScheduler.PlainTurn) -> Bool {
         // Its dependencies all finished counts as ready: Foundation tells an operation's
         // dependents one after another as it finishes, so `isReady` may lag behind.
         let operation = turn.operation
         guard operation.isReady || !operation.dependencies.isEmpty && operation.dependencies.allSatisfy(\.isFinished) else { return false }
-        let ticket = turn.ticket
+        keepTurnUntilItLeft(operation, ticket: turn.ticket)
+        return true
+    }
+
+    /// The plain operation holding the turn taken with `ticket` keeps it until it has finished
+    /// and its dependents have heard of it (call it before it can finish), or until it stops
+    /// being ready before it starts (`checkStillReady`).
+    private func keepTurnUntilItLeft(_ operation: Operation, ticket: UInt64) {
         engine.dependencyWatcher.watchAfterOtherWatchers(operation) { [weak self] in
             self?.endTurn(ticket: ticket)
         }
         checkStillReady(operation, ticket: ticket, after: Self.firstReadinessCheck)
-        return true
     }
 
     /// How long after a plain operation took the turn, ready, the queue first looks whether it
