@@ -779,17 +779,23 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         if letThrough.deliversOutbox {
             deliverOutbox()
         }
-        for gate in letThrough.gatesToOpen {
-            openGate(gate)
-        }
-        if letThrough.proceedsByPriority && letThrough.proceed.count > 1 {
-            for operation in Self.byPriority(letThrough.proceed, of: { $0 }) {
-                operation.continueTowardsExecution(on: self)
+        if letThrough.proceedsByPriority && letThrough.onward.count > 1 {
+            for onward in Self.byPriority(letThrough.onward, of: { $0.operation }) {
+                goOn(onward)
             }
         } else {
-            for operation in letThrough.proceed {
-                operation.continueTowardsExecution(on: self)
+            for onward in letThrough.onward {
+                goOn(onward)
             }
+        }
+    }
+
+    private func goOn(_ onward: QueueScheduler.LetThrough.Onward) {
+        switch onward {
+        case let .proceed(operation):
+            operation.continueTowardsExecution(on: self)
+        case let .openGate(gate):
+            openGate(gate)
         }
     }
 

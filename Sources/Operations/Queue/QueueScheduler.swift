@@ -70,22 +70,47 @@ struct QueueScheduler {
     /// Operations let through by an event, to be handed to Foundation (in this order) and then
     /// let go on, after unlocking.
     struct LetThrough {
+        /// What goes on after the hand-offs, once Foundation has them, in the order let through.
+        enum Onward {
+            /// Goes on with its conditions or categories (`AsyncOperation.continueTowardsExecution()`).
+            case proceed(AsyncOperation)
+            /// A gate opens: the plain operation it holds back has its turn (`GateOperation`).
+            case openGate(GateOperation)
+
+            /// The operation whose queue priority orders it among others (`proceedsByPriority`).
+            var operation: Operation {
+                switch self {
+                case let .proceed(operation): operation
+                case let .openGate(gate): gate.operation
+                }
+            }
+        }
+
         /// Usually one operation: kept inline, with no buffer to allocate.
         var handOff = SmallArray<Operation>()
         /// Hand-offs went to the outbox, and the caller is its one deliverer: it delivers the
         /// outbox (`takeOutbox(given:)`) until it is empty.
         var deliversOutbox = false
-        var proceed: [AsyncOperation] = []
-        /// `proceed` came from a concurrent queue's line all at once (a resume): they go on
+        /// One list for both kinds, which are rare: a fifth stored property made every
+        /// `LetThrough` dearer to copy and destroy, on every finish (measured in W2).
+        var onward: [Onward] = []
+        /// `onward` came from a concurrent queue's line all at once (a resume): they go on
         /// highest priority first, as Foundation would start them.
         var proceedsByPriority = false
-        /// Gates to open: the plain operations they hold back have their turn (`GateOperation`).
-        /// Rarely any: kept inline, so that an empty one costs no reference counting.
-        var gatesToOpen = SmallArray<GateOperation>()
 
         /// Nobody is let through.
         var isEmpty: Bool {
-            handOff.isEmpty && !deliversOutbox && proceed.isEmpty && gatesToOpen.isEmpty
+            handOff.isEmpty && !deliversOutbox && onward.isEmpty
+        }
+
+        /// The operations among `onward` that go on with their conditions or categories.
+        var proceed: [AsyncOperation] {
+            onward.compactMap { if case let .proceed(operation) = $0 { operation } else { nil } }
+        }
+
+        /// The gates among `onward` that open.
+        var gatesToOpen: [GateOperation] {
+            onward.compactMap { if case let .openGate(gate) = $0 { gate } else { nil } }
         }
     }
 
@@ -501,7 +526,12 @@ struct QueueScheduler {
     /// heard of it. A turn it held ends: whoever waits in line goes on, after those dependents
     /// that asked for their turn meanwhile and were added earlier.
     mutating func operationLeft(ticket: UInt64) -> Departure {
-        depart(endTurn(ticket: ticket) ?? LetThrough())
+        var departure = Departure()
+        if inProgress.remove(ticket) {
+            drain(into: &departure.letThrough)
+        }
+        depart(&departure)
+        return departure
     }
 
     /// A plain operation that waited for dependencies behind a gate (`GateOperation`) on a
@@ -534,17 +564,17 @@ struct QueueScheduler {
     /// An `AsyncOperation` counted as the add began was refused (it went to another queue, or
     /// finished meanwhile): it leaves again, having held no turn.
     mutating func refusedAtAdd() -> Departure {
-        depart(LetThrough())
+        var departure = Departure()
+        depart(&departure)
+        return departure
     }
 
     /// One operation fewer is unfinished: its slot is free for whoever waits for one, after
-    /// those `letThrough` lets through already.
-    private mutating func depart(_ letThrough: LetThrough) -> Departure {
+    /// those `departure` lets through already.
+    private mutating func depart(_ departure: inout Departure) {
         unfinished -= 1
-        var departure = Departure(letThrough: letThrough)
         drainSlotLine(into: &departure.letThrough)
         departure.idleWaiters = takeIdleWaitersIfIdle()
-        return departure
     }
 
     /// Whether nothing the scheduler counts is left: no `AsyncOperation` unfinished, no plain
@@ -774,12 +804,12 @@ struct QueueScheduler {
             send(operation, ticket: ticket, into: &letThrough)
         case let .proceed(operation, ticket):
             inProgress.insert(ticket)
-            letThrough.proceed.append(operation)
+            letThrough.onward.append(.proceed(operation))
         case let .openGate(gate):
             if isSerial {
                 inProgress.insert(gate.ticket) // until `turnEnded(ticket:)`
             }
-            letThrough.gatesToOpen.append(gate)
+            letThrough.onward.append(.openGate(gate))
         }
     }
 }
