@@ -856,24 +856,29 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// A plain operation about to reach Foundation on a serial queue waits for dependencies: it
     /// is held back there by a gate, an operation it depends on that only this queue finishes,
     /// so that it runs in its turn, not as soon as they finish (see `GateOperation`).
-    /// `nil` if it waits for no dependency (a subclass not ready for reasons of its own): it runs
-    /// whenever Foundation finds it ready.
+    /// Any dependency will do, finished or not: the last one may have finished since it was found
+    /// not ready (`keepsTurnUntilItLeft(_:)`), and its turn is given up all the same; the gate
+    /// then asks for the turn again at once (`openGateOnceReady(_:)`). `nil` if it has no
+    /// dependency (a subclass not ready for reasons of its own): it runs whenever Foundation
+    /// finds it ready.
     private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> GateOperation? {
         let operation = turn.operation
-        guard operation.dependencies.contains(where: { !$0.isFinished }) else { return nil }
+        guard !operation.dependencies.isEmpty else { return nil }
         let gate = GateOperation(holdingBack: operation, ticket: turn.ticket)
         operation.addDependency(gate)
         _ = engine.dependencyWatcher.watch(operation) { // finished, perhaps cancelled before its turn
             operation.removeDependency(gate) // (which also ends the gate's hold on it)
+            gate.stopWaiting()
         }
         return gate
     }
 
     /// Asks for the gated operation's turn once its dependencies (read again at each finish: one
-    /// may be added meanwhile) have all finished, watching one at a time. It asks before the
-    /// turn of the one that finished last ends (an `AsyncOperation`'s ends once its finish
-    /// listeners have heard, a plain one's once its watchers have), so that it goes before
-    /// operations added after it, as on Foundation's serial queue.
+    /// may be added meanwhile) have all finished, listening to one at a time through the gate
+    /// (which stops listening if the operation finishes first). It asks before the turn of the
+    /// one that finished last ends (an `AsyncOperation`'s ends once its finish listeners have
+    /// heard, a plain one's once its watchers have), so that it goes before operations added
+    /// after it, as on Foundation's serial queue.
     private func openGateOnceReady(_ gate: GateOperation) {
         let operation = gate.operation
         guard !operation.isFinished else { return } // cancelled: Foundation finished it without its dependencies
@@ -881,16 +886,16 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             perform(state.withLock { $0.scheduler.plainOperationReady(gate) })
             return
         }
-        guard let unfinished = unfinished as? AsyncOperation else {
-            _ = engine.dependencyWatcher.watch(unfinished) { // the queue lives until it opens the gate
+        gate.wait { // the queue lives until it opens the gate, or the operation has finished
+            guard let unfinished = unfinished as? AsyncOperation else {
+                return .watch(engine.dependencyWatcher.watch(unfinished) { self.openGateOnceReady(gate) })
+            }
+            let listener = FinishListener() // held by its own handler until it fires or stops
+            listener.listen(to: unfinished) { [listener] in
+                withExtendedLifetime(listener) {}
                 self.openGateOnceReady(gate)
             }
-            return
-        }
-        let listener = FinishListener() // held by its own handler until it fires
-        listener.listen(to: unfinished) { [listener] in
-            withExtendedLifetime(listener) {}
-            self.openGateOnceReady(gate)
+            return .listener(listener)
         }
     }
 

@@ -1775,4 +1775,33 @@ struct PlainGateScenarioTests {
         usleep(100_000)
         #expect(log.all.isEmpty)
     }
+
+    // FOUND (fixed, session 49): a gated operation cancelled while its dependency never finishes
+    // kept its gate and its queue, through the listener the queue had on that dependency: nothing
+    // stopped it once the operation finished. (The operation itself is kept while its dependency
+    // lives unfinished, on purpose: swift-corelibs-foundation points from a dependency to its
+    // dependents without retaining them; see `DependencyWatcher.keepAlive`.)
+    @Test(arguments: [false, true])
+    func gatedCancelledWhileItsDependencyNeverFinishes_letsGoOfTheGateAndOfTheQueue(dependencyIsAsync: Bool) {
+        // Given a gated plain operation on a serial queue, whose dependency is never run
+        let dependency: Operation = dependencyIsAsync ? AsyncBlockOperation {} : BlockOperation {}
+        var queue: AsyncOperationQueue? = serialAsyncQueue()
+        let waiting = BlockOperation {}
+        waiting.addDependency(dependency)
+        queue?.addOperation(waiting)
+        #expect(waitUntil { listsAGate(waiting) }, "never gated: \(waiting.dependencies.map { $0.name ?? "?" })")
+        guard let gate = waiting.dependencies.first(where: { $0.name == plainGateName }).map(WeakProbe.init) else { return }
+        let released = (gate: gate, queue: WeakProbe(queue!))
+
+        // When it is cancelled and has finished, and its owner lets go of the queue
+        waiting.cancel()
+        #expect(waitUntilFinished([waiting]), "\(queue!.debugDescription)")
+        #expect(waitUntil { !listsAGate(waiting) }, "dependencies: \(waiting.dependencies.map { $0.name ?? "?" })")
+        queue = nil
+
+        // Then neither the gate nor the queue is kept, though the dependency lives on unfinished
+        #expect(released.gate.isReleased(), "the gate is still kept")
+        #expect(released.queue.isReleased(), "the queue is still kept")
+        #expect(!dependency.isFinished)
+    }
 }
