@@ -31,7 +31,8 @@ extension AsyncOperationQueue {
     /// every slot through the grace period, it finishes once they let one go.
     ///
     /// A suspended queue is resumed, so that the operations it cancelled can finish (none of
-    /// them executes). Cancellation is cooperative for a running operation: one that ignores it
+    /// them executes); suspending it again meanwhile holds them back, and this call with them,
+    /// until it resumes. Cancellation is cooperative for a running operation: one that ignores it
     /// keeps this call waiting; give it a `TimeoutObserver`.
     ///
     /// Nothing blocks a thread while it waits (the waiting operations are cancelled on the calling
