@@ -841,9 +841,26 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 giveToFoundation(SmallArray(given))
                 continue
             }
-            let givenUp = delivery.plainTurns.filter { !keepsTurnUntilItLeft($0) }
-            let gated = givenUp.compactMap(holdBehindGateIfWaitingForDependencies)
+            var givenUp: [QueueScheduler.PlainTurn] = []
+            var gated: [GateOperation] = []
+            var openedAtOnce: [GateOperation] = []
+            for turn in delivery.plainTurns {
+                switch arrival(of: turn) {
+                case .keepsTurn:
+                    break
+                case .givesTurnUp:
+                    givenUp.append(turn)
+                case let .keepsTurnBehind(gate):
+                    openedAtOnce.append(gate)
+                case let .waitsBehind(gate):
+                    givenUp.append(turn)
+                    gated.append(gate)
+                }
+            }
             giveToFoundation(SmallArray(given))
+            for gate in openedAtOnce {
+                gate.start()
+            }
             for turn in givenUp {
                 endTurn(ticket: turn.ticket) // Foundation's serial queue runs others meanwhile
             }
@@ -853,24 +870,40 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         } while !given.isEmpty
     }
 
-    /// A plain operation about to reach Foundation on a serial queue waits for dependencies: it
-    /// is held back there by a gate, an operation it depends on that only this queue finishes,
-    /// so that it runs in its turn, not as soon as they finish (see `GateOperation`).
-    /// Any dependency will do, finished or not: the last one may have finished since it was found
-    /// not ready (`keepsTurnUntilItLeft(_:)`), and its turn is given up all the same; the gate
-    /// then asks for the turn again at once (`openGateOnceReady(_:)`). `nil` if it has no
-    /// dependency (a subclass not ready for reasons of its own): it runs whenever Foundation
-    /// finds it ready.
-    private func holdBehindGateIfWaitingForDependencies(_ turn: QueueScheduler.PlainTurn) -> GateOperation? {
+    /// How a plain operation about to reach Foundation on a serial queue, with the turn, goes on.
+    private enum PlainArrival {
+        /// Ready: it keeps the turn until it has finished (`keepsTurnUntilItLeft(_:)`).
+        case keepsTurn
+        /// Not ready, with no dependency (a subclass not ready for reasons of its own): it gives
+        /// the turn up and runs whenever Foundation finds it ready.
+        case givesTurnUp
+        /// Behind a gate whose dependencies finished just as it was gated: it keeps the turn, and
+        /// the gate opens once Foundation has it.
+        case keepsTurnBehind(GateOperation)
+        /// Behind a gate, waiting for dependencies: it gives the turn up, and the gate opens in
+        /// its turn once they have finished (`openGateOnceReady(_:)`).
+        case waitsBehind(GateOperation)
+    }
+
+    /// Decides how the plain operation holding `turn` goes on (read outside every lock: a
+    /// subclass may override `isReady` or `dependencies`). One that waits for dependencies is held
+    /// back behind a gate, an operation it depends on that only this queue finishes, so that it
+    /// runs in its turn, not as soon as they finish (see `GateOperation`). Its dependencies are
+    /// read again once the gate is in place: the last one may have finished since the first read,
+    /// and a finish after the second read can no longer let it start.
+    private func arrival(of turn: QueueScheduler.PlainTurn) -> PlainArrival {
+        guard !keepsTurnUntilItLeft(turn) else { return .keepsTurn }
         let operation = turn.operation
-        guard !operation.dependencies.isEmpty else { return nil }
+        guard !operation.dependencies.isEmpty else { return .givesTurnUp }
         let gate = GateOperation(holdingBack: operation, ticket: turn.ticket)
         operation.addDependency(gate)
         _ = engine.dependencyWatcher.watch(operation) { // finished, perhaps cancelled before its turn
             operation.removeDependency(gate) // (which also ends the gate's hold on it)
             gate.stopWaiting()
         }
-        return gate
+        guard operation.dependencies.allSatisfy({ $0 === gate || $0.isFinished }) else { return .waitsBehind(gate) }
+        keepTurnUntilItLeft(operation, ticket: turn.ticket)
+        return .keepsTurnBehind(gate)
     }
 
     /// Asks for the gated operation's turn once its dependencies (read again at each finish: one
@@ -902,7 +935,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// The turn of a gated plain operation came: it keeps it until it has finished and its
     /// dependents have heard of it (watched before the gate opens, so that it cannot finish
     /// first), and the gate opens. (Once it has finished, the gate leaves its dependencies:
-    /// `holdBehindGateIfWaitingForDependencies(_:)`.)
+    /// `arrival(of:)`.)
     private func openGate(_ gate: GateOperation) {
         keepTurnUntilItLeft(gate.operation, ticket: gate.ticket)
         gate.start()
@@ -912,7 +945,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
     /// until it has finished and its dependents have heard of it (watched before Foundation has
     /// it, so that it cannot finish first), unless it waits for dependencies (read outside every
     /// lock: a subclass may override `isReady` or `dependencies`): then it goes behind a gate
-    /// (`holdBehindGateIfWaitingForDependencies(_:)`). Whether it keeps it.
+    /// (`arrival(of:)`). Whether it keeps it.
     private func keepsTurnUntilItLeft(_ turn: QueueScheduler.PlainTurn) -> Bool {
         // Its dependencies all finished counts as ready: Foundation tells an operation's
         // dependents one after another as it finishes, so `isReady` may lag behind.

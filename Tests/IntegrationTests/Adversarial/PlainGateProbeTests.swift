@@ -31,6 +31,10 @@ import TestSupport
 //   whose `isReady` stalls the deliverer), the window was also hit without help, once in 20
 //   rounds of `shutDown_withAddsOfGatedOnesInFlight_returns_andEachFinishesOnce`.
 //
+// FOUND in session 49 (fixed; probes at the end of `PlainGateProbeTests`): a gated operation
+// cancelled while its dependency never finishes kept its gate and its queue alive; a plain
+// operation whose dependency finished as the queue gated it ran without its turn.
+//
 // Not bugs of the package: swift-corelibs-foundation never makes an operation ready once an
 // unfinished dependency was removed from it (its serial queue never runs it); the package's
 // queue does the same (`dependencyRemovedWhileGated_...` compares the two).
@@ -69,6 +73,59 @@ private func finishCount(of label: String, in finishes: Recorder<String>) -> Int
     _ = waitUntil { finishes.all.contains(label) }
     usleep(50_000)
     return finishes.all.filter { $0 == label }.count
+}
+
+/// A plain operation whose dependency finishes while the queue decides how it goes on: the third
+/// read of `dependencies` after `isReady` last answered `false` (its dependency still runs) first
+/// runs `finishDependency`, which waits for the dependency to have finished.
+/// That is the moment between the queue's first look (not ready, a dependency unfinished) and
+/// its gating, which no timing from outside can hit reliably. Records `label` in `log` as it
+/// runs, a moment after it starts.
+private final class DependencyFinishingWhileGated: Operation, @unchecked Sendable {
+    // @unchecked Sendable: `foundNotReady` and `readsSince` are only touched while holding
+    // `lock`; the rest is immutable or Foundation's.
+    private let lock = NSLock()
+    private var foundNotReady = false
+    private var readsSince = 0
+    private let label: String
+    private let log: Recorder<String>
+    private let finishDependency: @Sendable () -> Void
+
+    init(_ label: String, log: Recorder<String>, finishDependency: @escaping @Sendable () -> Void) {
+        self.label = label
+        self.log = log
+        self.finishDependency = finishDependency
+        super.init()
+        name = uniqueName(label)
+    }
+
+    override var isReady: Bool {
+        let ready = super.isReady
+        lock.lock()
+        if !ready { // counted from the latest look that found it not ready
+            foundNotReady = true
+            readsSince = 0
+        }
+        lock.unlock()
+        return ready
+    }
+
+    override var dependencies: [Operation] {
+        lock.lock()
+        if foundNotReady { readsSince += 1 }
+        let finishesNow = foundNotReady && readsSince == 3
+        lock.unlock()
+        if finishesNow {
+            finishDependency()
+        }
+        return super.dependencies
+    }
+
+    override func main() {
+        guard !isCancelled else { return }
+        usleep(100_000) // long enough for an operation let go meanwhile to show
+        log.append(label)
+    }
 }
 
 /// A plain operation whose first read of `isReady` once armed (the serial queue's deliverer
@@ -1587,7 +1644,7 @@ struct PlainGateProbeTests {
     // dependency finishes. `QueueScheduler.allWaiting` lists plain operations in line only, not
     // those in the outbox or taken by the deliverer (`takeOutbox`) and not yet given to
     // Foundation (AsyncOperationQueue.swift `deliverOutbox`: between `takeOutbox` and
-    // `giveToFoundation`, where `keepsTurnUntilItLeft` and `holdBehindGateIfWaitingForDependencies`
+    // `giveToFoundation`, where `keepsTurnUntilItLeft` and the gating (`arrival(of:)`)
     // run); AsyncOperations stay `held` until Foundation lists them, plain ones are only counted
     // (`keptPlain`). `awaitAdmissionsInFlight` does not wait for such a delivery either.
     @Test
@@ -1718,6 +1775,65 @@ struct PlainGateProbeTests {
         #expect(outcome != nil, "the scenario did not end within its time")
         #expect(outcome?.passed == true, "\(outcome.map(String.init(describing:)) ?? "")")
     }
+
+    // FOUND (fixed, session 49): a gated operation cancelled while its dependency never finishes
+    // kept its gate and its queue, through the listener the queue had on that dependency: nothing
+    // stopped it once the operation finished. (The operation itself is kept while its dependency
+    // lives unfinished, on purpose: swift-corelibs-foundation points from a dependency to its
+    // dependents without retaining them; see `DependencyWatcher.keepAlive`.)
+    @Test(arguments: [false, true])
+    func gatedCancelledWhileItsDependencyNeverFinishes_letsGoOfTheGateAndOfTheQueue(dependencyIsAsync: Bool) {
+        // Given a gated plain operation on a serial queue, whose dependency is never run
+        let dependency: Operation = dependencyIsAsync ? AsyncBlockOperation {} : BlockOperation {}
+        var queue: AsyncOperationQueue? = serialAsyncQueue()
+        let waiting = BlockOperation {}
+        waiting.addDependency(dependency)
+        queue?.addOperation(waiting)
+        #expect(waitUntil { listsAGate(waiting) }, "never gated: \(waiting.dependencies.map { $0.name ?? "?" })")
+        guard let gate = waiting.dependencies.first(where: { $0.name == plainGateName }).map(WeakProbe.init) else { return }
+        let released = (gate: gate, queue: WeakProbe(queue!))
+
+        // When it is cancelled and has finished, and its owner lets go of the queue
+        waiting.cancel()
+        #expect(waitUntilFinished([waiting]), "\(queue!.debugDescription)")
+        #expect(waitUntil { !listsAGate(waiting) }, "dependencies: \(waiting.dependencies.map { $0.name ?? "?" })")
+        queue = nil
+
+        // Then neither the gate nor the queue is kept, though the dependency lives on unfinished
+        #expect(released.gate.isReleased(), "the gate is still kept")
+        #expect(released.queue.isReleased(), "the queue is still kept")
+        #expect(!dependency.isFinished)
+    }
+
+    // FOUND (fixed, session 49): a plain operation whose dependency finished between the queue's
+    // first look (not ready) and its gating went without a gate, gave its turn up and ran without
+    // one: the operation added after it had its conditions evaluated (and could be granted its
+    // categories) before it had run. It now keeps its turn behind a gate opened at once.
+    @Test
+    func dependencyFinishingAsItIsGated_itKeepsItsTurn_andTheNextWaitsForIt() {
+        // Given a serial queue running a plain operation on the turn, then one whose dependency
+        // (on another queue) finishes just as the queue gates it, then an `AsyncOperation` with a
+        // condition
+        let queue = serialAsyncQueue()
+        let log = Recorder<String>()
+        let release = Signal()
+        let elsewhere = runningElsewhere("elsewhere", release: release)
+        let first = BlockOperation { log.append("first") }
+        let gated = DependencyFinishingWhileGated("gated", log: log) {
+            release.signal()
+            _ = waitUntil { elsewhere.isFinished }
+        }
+        gated.addDependency(elsewhere)
+        let next = AsyncBlockOperation { log.append("next") }
+        next.addCondition(BlockCondition { log.append("next evaluated"); return true })
+
+        // When they are added in that order
+        queue.addOperations([first, gated, next], waitUntilFinished: false)
+
+        // Then the next one's condition is evaluated only once the gated one has run
+        #expect(waitUntilFinished([first, gated, next, elsewhere]), "\(queue.debugDescription)")
+        #expect(log.all == ["first", "gated", "next evaluated", "next"], "\(log.all)")
+    }
 }
 
 @Suite("Plain gate scenarios run in a child process, round 10")
@@ -1774,34 +1890,5 @@ struct PlainGateScenarioTests {
         #expect(waitUntilFinished([elsewhere]))
         usleep(100_000)
         #expect(log.all.isEmpty)
-    }
-
-    // FOUND (fixed, session 49): a gated operation cancelled while its dependency never finishes
-    // kept its gate and its queue, through the listener the queue had on that dependency: nothing
-    // stopped it once the operation finished. (The operation itself is kept while its dependency
-    // lives unfinished, on purpose: swift-corelibs-foundation points from a dependency to its
-    // dependents without retaining them; see `DependencyWatcher.keepAlive`.)
-    @Test(arguments: [false, true])
-    func gatedCancelledWhileItsDependencyNeverFinishes_letsGoOfTheGateAndOfTheQueue(dependencyIsAsync: Bool) {
-        // Given a gated plain operation on a serial queue, whose dependency is never run
-        let dependency: Operation = dependencyIsAsync ? AsyncBlockOperation {} : BlockOperation {}
-        var queue: AsyncOperationQueue? = serialAsyncQueue()
-        let waiting = BlockOperation {}
-        waiting.addDependency(dependency)
-        queue?.addOperation(waiting)
-        #expect(waitUntil { listsAGate(waiting) }, "never gated: \(waiting.dependencies.map { $0.name ?? "?" })")
-        guard let gate = waiting.dependencies.first(where: { $0.name == plainGateName }).map(WeakProbe.init) else { return }
-        let released = (gate: gate, queue: WeakProbe(queue!))
-
-        // When it is cancelled and has finished, and its owner lets go of the queue
-        waiting.cancel()
-        #expect(waitUntilFinished([waiting]), "\(queue!.debugDescription)")
-        #expect(waitUntil { !listsAGate(waiting) }, "dependencies: \(waiting.dependencies.map { $0.name ?? "?" })")
-        queue = nil
-
-        // Then neither the gate nor the queue is kept, though the dependency lives on unfinished
-        #expect(released.gate.isReleased(), "the gate is still kept")
-        #expect(released.queue.isReleased(), "the queue is still kept")
-        #expect(!dependency.isFinished)
     }
 }
