@@ -29,7 +29,9 @@ extension ResultOperation {
         if let output {
             return .success(output)
         }
-        if let nothing = () as? Output {
+        // By type, not by cast: `() as? Output` also succeeds for an existential `Output` (`any
+        // Sendable`), which did have something to produce.
+        if Output.self == Void.self, let nothing = () as? Output {
             return .success(nothing)
         }
         return .failure(AsyncOperationError.finishedWithoutOutput(operation: displayName))

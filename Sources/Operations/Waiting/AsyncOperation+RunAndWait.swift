@@ -15,9 +15,12 @@ extension AsyncOperation {
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
     ///   `AsyncOperationError.waitTimedOut` if it has not finished `timeout` seconds after the call:
-    ///   it is then cancelled with that error and may still be finishing (a group whose finish
-    ///   began, finished by hand, say, and waits for its children, is not cancelled again: the
-    ///   error is thrown, not added to its errors). And, before anything
+    ///   it is then cancelled with that error, on a thread of its own (its `operationDidCancel`
+    ///   observers never hold the wait up), and may still be finishing. The call returns within
+    ///   a moment of its timeout whatever the operation's observers do: one that finished just
+    ///   before, its finish still being delivered to a blocking observer, is not cancelled again,
+    ///   and neither is a group whose finish began (finished by hand, say) and waits for its
+    ///   children: the error is thrown, not added to its errors. And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
     ///   the main thread for an operation on the main queue, inside an operation of `queue`
     ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
@@ -76,19 +79,28 @@ extension AsyncOperation {
             return
         }
         let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
-        cancel(with: timedOut)
-        // Asked again while it waits: a finish that began a moment ago may yet be held back.
-        while case .waitForFinishBeingDelivered = lifecycle.afterWaitTimedOut(timedOut) {
-            if finished.wait(timeout: .now() + Self.finishDeliveryCheckInterval) == .success {
-                return
-            }
-        }
+        // Cancelled on a thread of its own: the cancel runs the operation's `operationDidCancel`
+        // observers, which may take any time (or wait for this very thread), and the wait ends
+        // at its timeout all the same. (Not on Dispatch's global queue, whose threads may all be
+        // taken by then, the operation's own among them: a timeout is rare, a thread cheap.)
+        Thread.detachNewThread { self.cancel(with: timedOut) }
+        // A moment's grace, for the cancel to take, or for a finish that began just before it to
+        // be delivered; then the timeout is thrown, whatever an observer still does.
+        let graceEnd = DispatchTime.now() + Self.timedOutGrace
+        repeat {
+            let hasFinished = finished.wait(timeout: .now() + Self.finishDeliveryCheckInterval) == .success
+            if case .throwTimeout = lifecycle.afterWaitTimedOut(timedOut) { break } // finished or not
+            if hasFinished { return } // on its own, just before the cancel
+        } while DispatchTime.now() < graceEnd
         listener.stop()
         throw timedOut
     }
 
     /// How often a wait past its timeout looks again at a finish being delivered.
     private static let finishDeliveryCheckInterval: TimeInterval = 0.01
+    /// How long past its timeout a wait waits for its cancel to take, or for a finish being
+    /// delivered (an observer of it may block).
+    private static let timedOutGrace: TimeInterval = 0.1
 
     private func privateQueue() -> AsyncOperationQueue {
         let queue = AsyncOperationQueue()

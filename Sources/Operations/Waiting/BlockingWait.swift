@@ -48,7 +48,7 @@ final class BlockingWait: Sendable {
             return nil
         }
         if let waiters {
-            let name = queue.name ?? String(describing: type(of: queue))
+            let name = queue.displayName // a group's own queue is called after its group
             let others = waiters == 0 ? "" : " (\(waiters) already waiting the same way)"
             throw AsyncOperationError.waitWouldDeadlock(
                 operation: operation.displayName,

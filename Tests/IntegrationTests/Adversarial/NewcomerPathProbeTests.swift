@@ -16,20 +16,20 @@ import TestSupport
 // blocking wait that could hang runs on a thread of its own, and nothing asserts on wall-clock
 // speed.
 //
-// FOUND: runAndWait(timeout:) does not end at its timeout while an operationDidFinish observer of
+// FOUND (fixed): runAndWait(timeout:) does not end at its timeout while an operationDidFinish observer of
 //        the operation blocks: past the timeout it waits for the finish being delivered, for as
 //        long as the observer takes; on the main thread, with an observer that calls
 //        DispatchQueue.main.sync, it never ends (runAndWaitWithATimeout_endsAtItsTimeout_
 //        whileAFinishedObserverOfTheOperationStillBlocks, and the child-process scenario
 //        mainThreadRunAndWaitWithATimeout_forAnOperationWhoseFinishedObserverHopsToMain_ends).
-// FOUND: runAndWait(timeout:) cancels the operation on the waiting thread, which runs its
+// FOUND (fixed): runAndWait(timeout:) cancels the operation on the waiting thread, which runs its
 //        operationDidCancel observers there: a blocking one keeps the wait past its timeout
 //        (runAndWaitWithATimeout_endsAtItsTimeout_whileACancelledObserverOfTheOperationBlocks).
-// FOUND: a ResultOperation whose Output is an existential (any Sendable) that finished
+// FOUND (fixed): a ResultOperation whose Output is an existential (any Sendable) that finished
 //        without producing succeeds with () from runAndWait, value and result, though output is
 //        nil, instead of throwing finishedWithoutOutput
 //        (resultOperationOfAnExistentialOutput_finishedWithoutProducing_throwsFinishedWithoutOutput).
-// FOUND: waitWouldDeadlock's reason calls a group's own queue 'GroupOperation children', not after
+// FOUND (fixed): waitWouldDeadlock's reason calls a group's own queue 'GroupOperation children', not after
 //        its group as every other message does ("children of <group>")
 //        (runAndWaitInsideASerialGroupsChild_forAChildAfterIt_throwsWaitWouldDeadlock_namingTheGroup_andTheGroupStillRunsIt).
 
@@ -125,18 +125,14 @@ struct NewcomerPathProbeTests {
         // agrees with output
         #expect(silent.isFinished)
         #expect(silent.output == nil)
-        withKnownIssue("FOUND: a ResultOperation<any Sendable> finished without output succeeds with () instead of throwing finishedWithoutOutput") {
-            if case .success? = silent.result {
-                Issue.record("result is a success while output is nil")
-            }
+        if case .success? = silent.result {
+            Issue.record("result is a success while output is nil")
         }
-        withKnownIssue("FOUND: a ResultOperation<any Sendable> finished without output succeeds with () instead of throwing finishedWithoutOutput") {
-            guard case let .failure(error) = outcome else {
-                Issue.record("the wait succeeded with \(String(describing: try? outcome.get())) for an operation that produced nothing")
-                return
-            }
-            #expect(error as? AsyncOperationError == .finishedWithoutOutput(operation: name), "\(error)")
+        guard case let .failure(error) = outcome else {
+            Issue.record("the wait succeeded with \(String(describing: try? outcome.get())) for an operation that produced nothing")
+            return
         }
+        #expect(error as? AsyncOperationError == .finishedWithoutOutput(operation: name), "\(error)")
     }
 
     // AsyncAwait.md: "Where the wait could never end it throws waitWouldDeadlock at once, without
@@ -235,9 +231,7 @@ struct NewcomerPathProbeTests {
         #expect(siblingRan.current == 1)
         #expect(group.errors.isEmpty, "\(group.errors)")
         // and the reason names the queue as messages call it: after its group
-        withKnownIssue("FOUND: waitWouldDeadlock's reason names a group's queue 'GroupOperation children', not after its group as every other message does") {
-            #expect(parts?.reason.contains(groupName) == true, "\(parts?.reason ?? "")")
-        }
+        #expect(parts?.reason.contains(groupName) == true, "\(parts?.reason ?? "")")
     }
 
     // AsyncOperationError.waitTimedOut: "runAndWait(timeout:) gave up after `after` seconds. The
@@ -464,10 +458,8 @@ struct NewcomerPathProbeTests {
         let finishedWhenItEnded = operation.isFinished
         release.signal()
         #expect(endedWhileBlocked || done.wait(timeout: generousTimeout))
-        withKnownIssue("FOUND: runAndWait(timeout:) waits past its timeout, for as long as an operationDidFinish observer of the operation blocks") {
-            #expect(endedWhileBlocked, "the wait outlasted its timeout until the observer returned")
-            #expect(waited.error as? AsyncOperationError == .waitTimedOut(operation: name, after: 0.3), "\(String(describing: waited.value))")
-        }
+        #expect(endedWhileBlocked, "the wait outlasted its timeout until the observer returned")
+        #expect(waited.error as? AsyncOperationError == .waitTimedOut(operation: name, after: 0.3), "\(String(describing: waited.value))")
         #expect(!finishedWhenItEnded)
         #expect(waitUntilFinished([operation]))
         #expect(operation.errors.isEmpty, "\(operation.errors)")
@@ -602,9 +594,7 @@ struct NewcomerPathProbeTests {
         let endedWhileBlocked = done.wait(timeout: generousTimeout)
         release.signal()
         #expect(endedWhileBlocked || done.wait(timeout: generousTimeout))
-        withKnownIssue("FOUND: runAndWait(timeout:) cancels the operation on the waiting thread, so it stays blocked for as long as an operationDidCancel observer blocks") {
-            #expect(endedWhileBlocked, "the wait outlasted its timeout until the observer returned")
-        }
+        #expect(endedWhileBlocked, "the wait outlasted its timeout until the observer returned")
         #expect(waited.error as? AsyncOperationError == .waitTimedOut(operation: name, after: 0.3), "\(String(describing: waited.value))")
         #expect(waitUntilFinished([operation]))
     }
@@ -655,10 +645,8 @@ struct NewcomerPathProbeTests {
         )
 
         // Then the child's wait ended at its timeout and the scenario passed
-        withKnownIssue("FOUND: runAndWait(timeout:) on the main thread never ends when a finished observer of the operation calls DispatchQueue.main.sync") {
-            #expect(outcome != nil, "the scenario did not end within its time: the wait outlasted its timeout")
-            #expect(outcome?.passed == true, "\(outcome.map(String.init(describing:)) ?? "")")
-        }
+        #expect(outcome != nil, "the scenario did not end within its time: the wait outlasted its timeout")
+        #expect(outcome?.passed == true, "\(outcome.map(String.init(describing:)) ?? "")")
     }
 
     // MARK: - Foundation's blocking waits on an AsyncOperationQueue
