@@ -38,7 +38,8 @@ public enum AsyncOperationError: Error, Sendable, Equatable, CustomStringConvert
     /// them. Thrown by `runAndWait()`, `finished()` and `value` instead of choosing one of them.
     case multipleErrors(operation: String, errors: [any Error])
     /// `runAndWait(timeout:)` gave up after `after` seconds. The operation was cancelled with this
-    /// error, and may still be finishing when it is thrown.
+    /// error (unless its finish had begun: the error is then not among its errors), and may still
+    /// be finishing when it is thrown.
     case waitTimedOut(operation: String, after: TimeInterval)
     /// `runAndWait()` was called where the operation could never run until the call returned: for
     /// instance on the main thread for an operation on the main queue. `reason` says why; nothing

@@ -407,21 +407,33 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     private func cancel(with error: (any Error)?, onlyBeforeExecution: Bool) {
         withExtendedLifetime(self) {
-            #if canImport(Darwin)
-            willChangeValue(forKey: ObservedKey.isCancelled)
-            #endif
-            let action = lifecycle.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution)
-            #if canImport(Darwin)
-            didChangeValue(forKey: ObservedKey.isCancelled)
-            #endif
-            guard case let .cancel(observers, followUp) = action else { return }
-            for observer in observers {
-                observer.operationDidCancel(self)
-            }
-            let heldBack = lifecycle.notificationDelivered()
-            react(toCancel: followUp)
-            perform(heldBack)
+            deliverCancel(recordCancel(with: error, onlyBeforeExecution: onlyBeforeExecution))
         }
+    }
+
+    /// The first half of a cancel: records it (`isCancelled`, `error` among the errors), and
+    /// returns what is left to deliver (`deliverCancel(_:)`). A finish waits meanwhile.
+    final func recordCancel(with error: (any Error)?, onlyBeforeExecution: Bool = false) -> OperationLifecycle.CancelAction {
+        #if canImport(Darwin)
+        willChangeValue(forKey: ObservedKey.isCancelled)
+        #endif
+        let action = lifecycle.cancel(error: error, onlyBeforeExecution: onlyBeforeExecution)
+        #if canImport(Darwin)
+        didChangeValue(forKey: ObservedKey.isCancelled)
+        #endif
+        return action
+    }
+
+    /// The second half of a cancel, on any thread: the observers hear of it, and the operation
+    /// reacts (a running one is interrupted, a waiting one lets go of what it held).
+    final func deliverCancel(_ action: OperationLifecycle.CancelAction) {
+        guard case let .cancel(observers, followUp) = action else { return }
+        for observer in observers {
+            observer.operationDidCancel(self)
+        }
+        let heldBack = lifecycle.notificationDelivered()
+        react(toCancel: followUp)
+        perform(heldBack)
     }
 
     /// What the operation does once its observers heard it was cancelled.

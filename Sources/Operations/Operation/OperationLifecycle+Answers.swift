@@ -67,19 +67,19 @@ extension OperationLifecycle {
         errors.contains { ($0 as? AsyncOperationError) == error }
     }
 
-    /// What a blocking wait whose timeout passed does once it asked for the operation to be
-    /// cancelled with `timedOut` (on another thread).
+    /// What a blocking wait whose timeout passed does once it cancelled the operation with
+    /// `timedOut`.
     enum TimedOutWait {
         /// Throw the timeout: the cancel took it, or the operation's finish began and is held
         /// until its children finish (a group finished by hand), which may take any time.
         case throwTimeout
-        /// The cancel has not taken it yet, or the operation finished on its own just before and
-        /// its finish is being delivered: look again in a moment (for a moment only).
+        /// It finished on its own just before the cancel; its finish is being delivered (for a
+        /// moment only: an observer told of it may block).
         case waitForFinishBeingDelivered
     }
 
-    /// What a blocking wait whose timeout passed does now, having asked for the operation to be
-    /// cancelled with `timedOut` (asked again while it waits a moment).
+    /// What a blocking wait whose timeout passed does now, having cancelled the operation with
+    /// `timedOut` (asked again while it waits for a finish being delivered).
     func afterWaitTimedOut(_ timedOut: AsyncOperationError) -> TimedOutWait {
         collected(timedOut) || holdsFinish ? .throwTimeout : .waitForFinishBeingDelivered
     }

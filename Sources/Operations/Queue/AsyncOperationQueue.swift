@@ -861,11 +861,11 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             for gate in openedAtOnce {
                 gate.start()
             }
+            for gate in gated { // before their turns end: one whose dependencies finish meanwhile goes first again
+                openGateOnceReady(gate)
+            }
             for turn in givenUp {
                 endTurn(ticket: turn.ticket) // Foundation's serial queue runs others meanwhile
-            }
-            for gate in gated {
-                openGateOnceReady(gate)
             }
         } while !given.isEmpty
     }
@@ -877,8 +877,8 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         /// Not ready, with no dependency (a subclass not ready for reasons of its own): it gives
         /// the turn up and runs whenever Foundation finds it ready.
         case givesTurnUp
-        /// Behind a gate whose dependencies finished just as it was gated: it keeps the turn, and
-        /// the gate opens once Foundation has it.
+        /// Behind a gate, its dependencies having finished just as it was gated: it keeps the
+        /// turn, and the gate opens once Foundation has it.
         case keepsTurnBehind(GateOperation)
         /// Behind a gate, waiting for dependencies: it gives the turn up, and the gate opens in
         /// its turn once they have finished (`openGateOnceReady(_:)`).
@@ -899,7 +899,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
         operation.addDependency(gate)
         _ = engine.dependencyWatcher.watch(operation) { // finished, perhaps cancelled before its turn
             operation.removeDependency(gate) // (which also ends the gate's hold on it)
-            gate.stopWaiting()
+            gate.stopListening()
         }
         guard operation.dependencies.allSatisfy({ $0 === gate || $0.isFinished }) else { return .waitsBehind(gate) }
         keepTurnUntilItLeft(operation, ticket: turn.ticket)
@@ -919,7 +919,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             perform(state.withLock { $0.scheduler.plainOperationReady(gate) })
             return
         }
-        gate.wait { // the queue lives until it opens the gate, or the operation has finished
+        gate.keepListener { // the queue lives until it opens the gate, or the operation has finished
             guard let unfinished = unfinished as? AsyncOperation else {
                 return .watch(engine.dependencyWatcher.watch(unfinished) { self.openGateOnceReady(gate) })
             }
@@ -928,7 +928,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
                 withExtendedLifetime(listener) {}
                 self.openGateOnceReady(gate)
             }
-            return .listener(listener)
+            return .finishListener(listener)
         }
     }
 

@@ -15,12 +15,12 @@ extension AsyncOperation {
     /// - Throws: the operation's only error as it is; `AsyncOperationError.multipleErrors` if it
     ///   collected several; `CancellationError` if it was cancelled without an error.
     ///   `AsyncOperationError.waitTimedOut` if it has not finished `timeout` seconds after the call:
-    ///   it is then cancelled with that error, on a thread of its own (its `operationDidCancel`
-    ///   observers never hold the wait up), and may still be finishing. The call returns within
-    ///   a moment of its timeout whatever the operation's observers do: one that finished just
-    ///   before, its finish still being delivered to a blocking observer, is not cancelled again,
-    ///   and neither is a group whose finish began (finished by hand, say) and waits for its
-    ///   children: the error is thrown, not added to its errors. And, before anything
+    ///   it is then cancelled with that error and may still be finishing. One whose finish had
+    ///   begun is not cancelled: the error is thrown, not added to its errors. The cancel is
+    ///   delivered (to its `operationDidCancel` observers; a group cancels its children) on a
+    ///   thread of its own, and that delivery, like a finish being delivered, is waited for a
+    ///   moment (0.1 s) only: the call returns at its timeout whatever the operation's observers
+    ///   do. A group finished by hand that waits for its children is not waited for at all. And, before anything
     ///   is started, `AsyncOperationError.waitWouldDeadlock` where the wait could never end: on
     ///   the main thread for an operation on the main queue, inside an operation of `queue`
     ///   when every concurrency slot of `queue` is held by an operation waiting like this, or on
@@ -79,28 +79,36 @@ extension AsyncOperation {
             return
         }
         let timedOut = AsyncOperationError.waitTimedOut(operation: displayName, after: timeout)
-        // Cancelled on a thread of its own: the cancel runs the operation's `operationDidCancel`
-        // observers, which may take any time (or wait for this very thread), and the wait ends
-        // at its timeout all the same. (Not on Dispatch's global queue, whose threads may all be
-        // taken by then, the operation's own among them: a timeout is rare, a thread cheap.)
-        Thread.detachNewThread { self.cancel(with: timedOut) }
-        // A moment's grace, for the cancel to take, or for a finish that began just before it to
-        // be delivered; then the timeout is thrown, whatever an observer still does.
-        let graceEnd = DispatchTime.now() + Self.timedOutGrace
-        repeat {
-            let hasFinished = finished.wait(timeout: .now() + Self.finishDeliveryCheckInterval) == .success
-            if case .throwTimeout = lifecycle.afterWaitTimedOut(timedOut) { break } // finished or not
-            if hasFinished { return } // on its own, just before the cancel
-        } while DispatchTime.now() < graceEnd
+        // The cancel is recorded here, and delivered on a thread of its own (a group cancels its
+        // children there): its `operationDidCancel` observers may take any time, or wait for this
+        // very thread, so the delivery is waited for a moment only, as is a finish being
+        // delivered (one that began just before the cancel). Not on Dispatch's global queue,
+        // whose threads may all be taken by then, the operation's own among them: a timeout is
+        // rare, a thread cheap.
+        let graceEnd = DispatchTime.now() + Self.deliveryGrace
+        let cancel = recordCancel(with: timedOut)
+        if case .cancel = cancel {
+            let delivered = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                self.deliverCancel(cancel)
+                delivered.signal()
+            }
+            _ = delivered.wait(timeout: graceEnd)
+        }
+        while case .waitForFinishBeingDelivered = lifecycle.afterWaitTimedOut(timedOut), DispatchTime.now() < graceEnd {
+            if finished.wait(timeout: .now() + Self.finishDeliveryCheckInterval) == .success {
+                return
+            }
+        }
         listener.stop()
         throw timedOut
     }
 
     /// How often a wait past its timeout looks again at a finish being delivered.
     private static let finishDeliveryCheckInterval: TimeInterval = 0.01
-    /// How long past its timeout a wait waits for its cancel to take, or for a finish being
-    /// delivered (an observer of it may block).
-    private static let timedOutGrace: TimeInterval = 0.1
+    /// How long past its timeout a wait waits for its cancel, or a finish, to be delivered (an
+    /// observer told of either may block).
+    private static let deliveryGrace: TimeInterval = 0.1
 
     private func privateQueue() -> AsyncOperationQueue {
         let queue = AsyncOperationQueue()

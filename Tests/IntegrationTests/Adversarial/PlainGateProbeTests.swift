@@ -82,8 +82,8 @@ private func finishCount(of label: String, in finishes: Recorder<String>) -> Int
 /// its gating, which no timing from outside can hit reliably. Records `label` in `log` as it
 /// runs, a moment after it starts.
 private final class DependencyFinishingWhileGated: Operation, @unchecked Sendable {
-    // @unchecked Sendable: `foundNotReady` and `readsSince` are only touched while holding
-    // `lock`; the rest is immutable or Foundation's.
+    // @unchecked Sendable: `foundNotReady`, `readsSince` and `finishedBeforeGate` are only
+    // touched while holding `lock`; the rest is immutable or Foundation's.
     private let lock = NSLock()
     private var foundNotReady = false
     private var readsSince = 0
@@ -110,12 +110,21 @@ private final class DependencyFinishingWhileGated: Operation, @unchecked Sendabl
         return ready
     }
 
+    /// Whether the dependency was finished (on the third read), and whether the gate was listed
+    /// already then: the window is the moment before it goes in.
+    private(set) var finishedDependencyBeforeTheGate: Bool? {
+        get { lock.lock(); defer { lock.unlock() }; return finishedBeforeGate }
+        set { lock.lock(); finishedBeforeGate = newValue; lock.unlock() }
+    }
+    private var finishedBeforeGate: Bool?
+
     override var dependencies: [Operation] {
         lock.lock()
         if foundNotReady { readsSince += 1 }
         let finishesNow = foundNotReady && readsSince == 3
         lock.unlock()
         if finishesNow {
+            finishedDependencyBeforeTheGate = !super.dependencies.contains { $0.name == "Operations.PlainGate" }
             finishDependency()
         }
         return super.dependencies
@@ -1830,8 +1839,10 @@ struct PlainGateProbeTests {
         // When they are added in that order
         queue.addOperations([first, gated, next], waitUntilFinished: false)
 
-        // Then the next one's condition is evaluated only once the gated one has run
+        // Then the next one's condition is evaluated only once the gated one has run (the
+        // dependency finished in the window: after the queue's first look, before the gate)
         #expect(waitUntilFinished([first, gated, next, elsewhere]), "\(queue.debugDescription)")
+        #expect(gated.finishedDependencyBeforeTheGate == true, "the probe no longer hits the window: its read count needs a look")
         #expect(log.all == ["first", "gated", "next evaluated", "next"], "\(log.all)")
     }
 }

@@ -165,11 +165,11 @@ private struct SchedulerModel {
                 delivery = scheduler.takeOutbox(given: delivery.next)
             }
         }
-        for gated in letThrough.gatesToOpen {
-            openGate(index(of: gated.operation))
-        }
-        for operation in letThrough.proceed {
-            proceed(index(of: operation))
+        for onward in letThrough.onward { // in the order let through, as the queue goes on
+            switch onward {
+            case let .proceed(operation): proceed(index(of: operation))
+            case let .openGate(gate): openGate(index(of: gate.operation))
+            }
         }
     }
 
