@@ -859,7 +859,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             }
             giveToFoundation(SmallArray(given))
             for gate in openedAtOnce {
-                gate.start()
+                openGate(gate) // its turn is its own already
             }
             for gate in gated { // before their turns end: one whose dependencies finish meanwhile goes first again
                 openGateOnceReady(gate)
@@ -902,8 +902,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             gate.stopListening()
         }
         guard operation.dependencies.allSatisfy({ $0 === gate || $0.isFinished }) else { return .waitsBehind(gate) }
-        keepTurnUntilItLeft(operation, ticket: turn.ticket)
-        return .keepsTurnBehind(gate)
+        return .keepsTurnBehind(gate) // the gate holds it until `openGate(_:)`, which keeps the turn
     }
 
     /// Asks for the gated operation's turn once its dependencies (read again at each finish: one
