@@ -76,10 +76,10 @@ struct ExclusivityState: Sendable {
         var isIdle: Bool { holder == nil && line.isEmpty }
     }
 
-    private var categories: [String: Category] = [:]
+    private var categories = CategoryTable<Category>()
 
     var heldCategories: Set<String> {
-        Set(categories.filter { $0.value.isHeld }.keys)
+        Set(categories.names { $0.isHeld })
     }
 
     /// Where the waiter at `place` stands in each of `names`' lines: who holds the category, and
@@ -111,7 +111,7 @@ struct ExclusivityState: Sendable {
             return releaseAlone(names[0])
         }
         for name in names {
-            categories[name]?.holder = nil
+            categories.update(name) { $0?.holder = nil }
         }
         return Granted(grantWaiters(in: names) + letInWhoeverMayGo())
     }
@@ -121,7 +121,7 @@ struct ExclusivityState: Sendable {
     mutating func withdraw(place: LinePlace, from names: [String]) -> Withdrawal {
         var wasInLine = false
         for name in names {
-            if categories[name]?.line.remove(place: place) != nil { wasInLine = true }
+            if categories.update(name, { $0?.line.remove(place: place) }) != nil { wasInLine = true }
         }
         return wasInLine ? .withdrew(granted: Granted(grantWaiters(in: names) + letInWhoeverMayGo())) : .notInLine
     }
@@ -155,9 +155,9 @@ struct ExclusivityState: Sendable {
     /// until nothing more is added (a search that stopped at a circle of its own would miss some).
     private func waitersHeldUp(byTreeOf root: UInt64) -> Set<LinePlace> {
         // Nothing is held up by a tree that holds nothing: the common case, one look per category.
-        guard categories.values.contains(where: { $0.isHeld && $0.holderRoot == root }) else { return [] }
+        guard categories.containsValue(where: { $0.isHeld && $0.holderRoot == root }) else { return [] }
         var waiters: [LinePlace: Waiter] = [:]
-        for category in categories.values {
+        categories.forEachValue { category in
             for waiter in category.line.elements { waiters[waiter.place] = waiter }
         }
         var heldUp = Set<LinePlace>()
@@ -268,9 +268,9 @@ struct ExclusivityState: Sendable {
     }
 
     /// Runs `body` on the named category, creating it if needed and dropping it afterwards if it
-    /// is neither held nor waited for, with one hash lookup.
+    /// is neither held nor waited for, with one lookup.
     private mutating func withCategory<Result>(_ name: String, _ body: (inout Category) -> Result) -> Result {
-        Self.update(&categories[name], body)
+        categories.update(name) { Self.update(&$0, body) }
     }
 
     private static func update<Result>(_ entry: inout Category?, _ body: (inout Category) -> Result) -> Result {
@@ -329,9 +329,7 @@ struct ExclusivityState: Sendable {
         var lookAgain = true
         while lookAgain {
             lookAgain = false
-            let freeWithWaiters = categories.compactMap { name, category in
-                !category.isHeld && !category.line.isEmpty ? name : nil
-            }
+            let freeWithWaiters = categories.names { !$0.isHeld && !$0.line.isEmpty }
             var heldUpByTree: [UInt64: Set<LinePlace>] = [:] // valid until the next grant
             for name in freeWithWaiters {
                 guard let line = categories[name]?.line, categories[name]?.isHeld == false else { continue }
