@@ -46,11 +46,19 @@ struct UpstreamCondition: OperationCondition {
     static func failure(of upstream: Foundation.Operation, blocking operation: AsyncOperation) -> AsyncOperationError? {
         let name = operation.displayName
         let errors = (upstream as? AsyncOperation)?.errors ?? []
+        // The upstream failed for a link before it (whatever else it failed for, such as a
+        // condition of its own): that link's failure came first along the chain.
+        for error in errors {
+            switch error {
+            case let AsyncOperationError.upstreamFailed(_, root, reason):
+                return .upstreamFailed(operation: name, upstream: root, reason: reason)
+            case let AsyncOperationError.upstreamCancelled(_, root):
+                return .upstreamCancelled(operation: name, upstream: root)
+            default:
+                continue
+            }
+        }
         switch errors.first {
-        case let AsyncOperationError.upstreamFailed(_, root, reason)?:
-            return .upstreamFailed(operation: name, upstream: root, reason: reason)
-        case let AsyncOperationError.upstreamCancelled(_, root)?:
-            return .upstreamCancelled(operation: name, upstream: root)
         case .some where upstream.isCancelled:
             // Cancelled with a reason (`cancel(with:)`, a timeout, a shutdown): cancelled all the
             // same; the upstream's own errors keep the reason.

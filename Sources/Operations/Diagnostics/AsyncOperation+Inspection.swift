@@ -34,7 +34,7 @@ extension AsyncOperation {
             }
         case .ready where lineReason == nil:
             if let queue = facts.queue, queue.isSuspended {
-                reasons.append(.suspendedQueue(queue.name))
+                reasons.append(.suspendedQueue(queue.nameInReasons))
             }
         default:
             break

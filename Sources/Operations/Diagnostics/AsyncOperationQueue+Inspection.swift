@@ -16,22 +16,28 @@ extension AsyncOperationQueue {
         return QueueSnapshot(name: name, isSuspended: isSuspended, maxConcurrentOperationCount: maxConcurrentOperationCount, operations: operations)
     }
 
+    /// What an operation's reasons call the queue: its `name`, but a group's own queue after its
+    /// group ("children of refresh"), as messages do.
+    var nameInReasons: String? {
+        mention.groupQueueName ?? name
+    }
+
     /// Why `operation` (added with `ticket`) waits in one of the scheduler's lines, if it does.
     func reasonForWaitingInLine(_ operation: Operation, ticket: UInt64?) -> OperationSnapshot.Reason? {
         guard let ticket, ticket != 0 else { return nil }
         let wait = lineWait(ticket: ticket)
-        switch wait.reason {
-        case nil:
-            return nil
-        case .suspended?:
-            if let group = wait.group, !group.isExecuting, !group.isFinished {
-                return .groupToStart(group.displayName) // a group's queue is suspended until it executes
-            }
-            return .suspendedQueue(name)
-        case .turn?:
-            return .turnOnSerialQueue(name)
-        case .slot?:
-            return .freeSlot(onQueue: name)
+        guard let reason = wait.reason else { return nil }
+        if reason == .suspended, let group = wait.group, !group.isExecuting, !group.isFinished {
+            return .groupToStart(group.displayName) // a group's queue is suspended until it executes
+        }
+        let queueName = nameInReasons
+        switch reason {
+        case .suspended:
+            return .suspendedQueue(queueName)
+        case .turn:
+            return .turnOnSerialQueue(queueName)
+        case .slot:
+            return .freeSlot(onQueue: queueName)
         }
     }
 
@@ -50,7 +56,7 @@ extension AsyncOperationQueue {
             let unfinished = operation.dependencies.filter { !$0.isFinished && !($0 is GateOperation) }
             state = unfinished.isEmpty ? .ready : .waitingForDependencies
             reasons += unfinished.map { .dependency($0.displayName) }
-            if state == .ready && isSuspended { reasons.append(.suspendedQueue(name)) }
+            if state == .ready && isSuspended { reasons.append(.suspendedQueue(nameInReasons)) }
         }
         return OperationSnapshot(name: operation.displayName, state: state, isCancelled: operation.isCancelled, waitsFor: reasons)
     }

@@ -61,14 +61,16 @@ final class QueueMention: Sendable {
     /// The queue's name, or its type when it has none; a group's own queue is called after its
     /// group.
     var displayName: String {
-        let (name, group, groupType) = names.withLock { ($0.name, $0.group, $0.groupType) }
+        groupQueueName ?? names.withLock { $0.name } ?? String(describing: queueType)
+    }
+
+    /// What a group's own queue is called, after its group; `nil` for any other queue.
+    var groupQueueName: String? {
+        let (group, groupType) = names.withLock { ($0.group, $0.groupType) }
         if let group {
             return "children of \(group.displayName)" // reads the group's name: outside the lock
         }
-        if let groupType {
-            return "children of \(groupType)"
-        }
-        return name ?? String(describing: queueType)
+        return groupType.map { "children of \($0)" }
     }
 
     /// The queue's `name` was set to `name`.

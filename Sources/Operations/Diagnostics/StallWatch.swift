@@ -8,7 +8,8 @@ import Foundation
 /// It looks at the queue's snapshot on a timer (a quarter of the threshold, between 10 ms and
 /// 1 s), so a queue that is not watched pays nothing. An operation's waiting time (and a
 /// holder's executing time) counts from the first look that saw it so; what the watch's very
-/// first look found already waiting or executing began earlier, so its report says "at least".
+/// first look found already waiting or executing began earlier, and so may a holder that no
+/// earlier look saw (one on another queue, say), so their reports say "at least".
 /// A watch that replaces another (the threshold set again) takes over what that one saw: times
 /// go on, and an operation reported is not reported again.
 final class StallWatch: Sendable {
@@ -80,8 +81,11 @@ final class StallWatch: Sendable {
             var next: [ObjectIdentifier: Seen] = [:]
             var stalled: [(Operation, String)] = []
             for holder in executingHolders {
+                // A holder no look saw before (on another queue, or once nobody waited for it)
+                // may have been executing for long: it began at least that long ago.
                 let id = ObjectIdentifier(holder)
-                next[id] = Seen(executingSince: table.entries[id]?.executingSince ?? firstSeen)
+                let unseen = Since(time: now, isLowerBound: true)
+                next[id] = Seen(executingSince: table.entries[id].map { $0.executingSince ?? firstSeen } ?? unseen)
             }
             for ((operation, snapshot), holders) in zip(snapshots, holders) {
                 let id = ObjectIdentifier(operation)
