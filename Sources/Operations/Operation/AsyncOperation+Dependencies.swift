@@ -93,7 +93,7 @@ extension AsyncOperation {
     @inline(never)
     private func notifyDependentsTogether(_ dependents: SmallArray<WeakFinishWatcher>) {
         let ranked = dependents.array.enumerated().map { offset, watcher in
-            (rank: Self.notificationRank(of: watcher.object as? AsyncOperation), offset: offset, watcher: watcher)
+            (rank: Self.notificationRank(of: watcher.object), offset: offset, watcher: watcher)
         }
         let ordered = SmallArray(ranked.sorted { ($0.rank.slot, $0.rank.ticket, $0.offset) < ($1.rank.slot, $1.rank.ticket, $1.offset) }.map(\.watcher))
         Trampoline.run(with: (ordered, ObjectIdentifier(self))) { dependents, id in
@@ -104,9 +104,13 @@ extension AsyncOperation {
     }
 
     /// Where a dependent released with others is told: by slot priority; on a serial queue (or
-    /// not on a queue of ours) at normal priority, then by its ticket there.
-    private static func notificationRank(of dependent: AsyncOperation?) -> (slot: UInt64, ticket: UInt64) {
-        guard let dependent, let queue = dependent.lifecycle.queue else { return (SlotLine.rank(of: .normal), 0) }
+    /// not on a queue of ours) at normal priority, then by its ticket there. A listener for a
+    /// gated plain operation stands where that operation's ticket puts it; other listeners first.
+    private static func notificationRank(of watcher: (any FinishWatcher)?) -> (slot: UInt64, ticket: UInt64) {
+        if let listener = watcher as? FinishListener {
+            return (SlotLine.rank(of: .normal), listener.serialQueueTicket ?? 0)
+        }
+        guard let dependent = watcher as? AsyncOperation, let queue = dependent.lifecycle.queue else { return (SlotLine.rank(of: .normal), 0) }
         guard queue.maxConcurrentOperationCount == 1 else {
             return (SlotLine.rank(of: AsyncOperationQueue.slotPriority(of: dependent)), 0)
         }

@@ -922,7 +922,7 @@ open class AsyncOperationQueue: OperationQueue, @unchecked Sendable {
             guard let unfinished = unfinished as? AsyncOperation else {
                 return .watch(engine.dependencyWatcher.watch(unfinished) { self.openGateOnceReady(gate) })
             }
-            let listener = FinishListener() // held by its own handler until it fires or stops
+            let listener = FinishListener(serialQueueTicket: gate.ticket) // held by its own handler until it fires or stops
             listener.listen(to: unfinished) { [listener] in
                 withExtendedLifetime(listener) {}
                 self.openGateOnceReady(gate)

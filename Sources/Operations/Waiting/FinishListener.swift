@@ -13,6 +13,15 @@ import Foundation
 /// ```
 final class FinishListener: FinishWatcher {
     private let handler = Locked<(@Sendable () -> Void)?>.make(nil)
+    /// Where it is told among the watched operation's other dependents, if it stands for an
+    /// operation waiting on a serial queue (a gated plain one): by that operation's ticket, as
+    /// the queue's own waiting operations are. Otherwise it is told first.
+    let serialQueueTicket: UInt64?
+
+    /// `serialQueueTicket`: the ticket, on a serial queue, of the operation it listens for.
+    init(serialQueueTicket: UInt64? = nil) {
+        self.serialQueueTicket = serialQueueTicket
+    }
 
     /// Starts listening to `operation`; `handler` is called once, on the thread that finishes it
     /// (at once, on this thread, if it has already finished). Call it once per listener.

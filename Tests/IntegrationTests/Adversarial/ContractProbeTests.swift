@@ -261,9 +261,7 @@ struct ContractProbeTests {
 
         // Then they started in the order they were added
         #expect(waitUntilFinished([first, second]))
-        withKnownIssue("a plain operation with unfinished dependencies goes to Foundation at its add, which starts it as soon as they finish (README, Known limitations)") {
-            #expect(order.all == ["first", "second"])
-        }
+        #expect(order.all == ["first", "second"])
     }
 
     // MARK: - Mutual exclusion and slots
