@@ -23,32 +23,52 @@ package enum SingleCategorySets {
 
     /// `[name]`, shared with earlier calls for the same name on this thread when remembered.
     package static func set(of name: String) -> Set<String> {
+        // The usual call passes the very string met before (a constant, a stored name): found by
+        // its storage, without reading its bytes.
+        if let known = PerThreadState.withCurrent({ memo in rememberedByStorage(name, in: memo) }) {
+            return known
+        }
         var name = name // `withUTF8` may make it contiguous first
-        return name.withUTF8 { bytes in
+        let (fingerprint, index) = name.withUTF8 { bytes in
             let fingerprint = Self.fingerprint(of: bytes)
-            let known = PerThreadState.withCurrent { memo in
-                remembered(bytes, fingerprint: fingerprint, in: memo)
-            }
-            if let known {
-                return known
-            }
-            let name = String(decoding: bytes, as: UTF8.self)
-            let set: Set<String> = [name]
-            let memo = PerThreadState.current
-            if memo.singleCategorySets.count == memoSize {
-                memo.singleCategorySets.removeFirst() // the first met goes
-            }
-            memo.singleCategorySets.append(Entry(fingerprint: fingerprint, name: name, set: set))
+            return (fingerprint, PerThreadState.withCurrent { memo in rememberedIndex(bytes, fingerprint: fingerprint, in: memo) })
+        }
+        let memo = PerThreadState.current
+        if let index {
+            // The same bytes in other storage: remembered with this storage from now on.
+            let set = memo.singleCategorySets[index].set
+            memo.singleCategorySets[index] = Entry(fingerprint: fingerprint, name: name, set: set)
             return set
         }
+        let set: Set<String> = [name]
+        if memo.singleCategorySets.count == memoSize {
+            memo.singleCategorySets.removeFirst() // the first met goes
+        }
+        memo.singleCategorySets.append(Entry(fingerprint: fingerprint, name: name, set: set))
+        return set
     }
 
-    /// The set this thread remembers for the name spelled `bytes`, if any.
-    private static func remembered(_ bytes: UnsafeBufferPointer<UInt8>, fingerprint: UInt64, in memo: PerThreadState) -> Set<String>? {
+    /// The set this thread remembers for a name with the same storage as `name`, if any: the
+    /// same two words (its bytes inline, or the same buffer and count) are the same bytes, as a
+    /// string's buffer never changes while the memo shares it.
+    private static func rememberedByStorage(_ name: String, in memo: PerThreadState) -> Set<String>? {
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt, UInt)>.size else { return nil } // 64-bit platforms
+        let words = unsafeBitCast(name, to: (UInt, UInt).self)
+        for index in memo.singleCategorySets.indices {
+            let known = unsafeBitCast(memo.singleCategorySets[index].name, to: (UInt, UInt).self)
+            if known == words {
+                return memo.singleCategorySets[index].set
+            }
+        }
+        return nil
+    }
+
+    /// Where this thread remembers the name spelled `bytes`, if it does.
+    private static func rememberedIndex(_ bytes: UnsafeBufferPointer<UInt8>, fingerprint: UInt64, in memo: PerThreadState) -> Int? {
         for index in memo.singleCategorySets.indices where memo.singleCategorySets[index].fingerprint == fingerprint {
             var candidate = memo.singleCategorySets[index].name
             if candidate.withUTF8({ same($0, bytes) }) {
-                return memo.singleCategorySets[index].set
+                return index
             }
         }
         return nil

@@ -25,6 +25,15 @@ import Testing
         #expect(remembered.filter { $0 == name }.count == 1)
     }
 
+    @Test func aNameChangedInPlaceAfterItWasRemembered_getsTheSetOfItsNewSpelling() {
+        var name = "single.category.changed.in.place" // too long to be stored inline
+        #expect(SingleCategorySets.set(of: name) == [name])
+        name.append("!") // the memo shares the old buffer: this writes a copy
+        #expect(SingleCategorySets.set(of: name) == ["single.category.changed.in.place!"])
+        name.removeLast()
+        #expect(SingleCategorySets.set(of: name) == ["single.category.changed.in.place"])
+    }
+
     @Test func canonicallyEquivalentSpellings_eachKeepTheirOwnBytes() throws {
         let composed = "caf\u{E9}"
         let decomposed = "cafe\u{301}"
