@@ -46,13 +46,15 @@ struct UpstreamCondition: OperationCondition {
     static func failure(of upstream: Foundation.Operation, blocking operation: AsyncOperation) -> AsyncOperationError? {
         let name = operation.displayName
         let errors = (upstream as? AsyncOperation)?.errors ?? []
-        // The upstream failed for a link before it (whatever else it failed for, such as a
-        // condition of its own): that link's failure came first along the chain.
+        // The upstream failed for the link before it (whatever else it failed for, such as a
+        // condition of its own): that link's failure came first along the chain. Only its own
+        // link's error counts: a group's errors hold its children's, from chains of their own.
+        let upstreamName = upstream.displayName
         for error in errors {
             switch error {
-            case let AsyncOperationError.upstreamFailed(_, root, reason):
+            case let AsyncOperationError.upstreamFailed(link, root, reason) where link == upstreamName:
                 return .upstreamFailed(operation: name, upstream: root, reason: reason)
-            case let AsyncOperationError.upstreamCancelled(_, root):
+            case let AsyncOperationError.upstreamCancelled(link, root) where link == upstreamName:
                 return .upstreamCancelled(operation: name, upstream: root)
             default:
                 continue

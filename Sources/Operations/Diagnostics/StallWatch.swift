@@ -8,8 +8,8 @@ import Foundation
 /// It looks at the queue's snapshot on a timer (a quarter of the threshold, between 10 ms and
 /// 1 s), so a queue that is not watched pays nothing. An operation's waiting time (and a
 /// holder's executing time) counts from the first look that saw it so; what the watch's very
-/// first look found already waiting or executing began earlier, and so may a holder that no
-/// earlier look saw (one on another queue, say), so their reports say "at least".
+/// first look found already waiting or executing began earlier, and so may the execution of a
+/// holder on another queue that no earlier look saw, so their reports say "at least".
 /// A watch that replaces another (the threshold set again) takes over what that one saw: times
 /// go on, and an operation reported is not reported again.
 final class StallWatch: Sendable {
@@ -73,6 +73,7 @@ final class StallWatch: Sendable {
         // The holders of the categories its operations wait for, by identity, on any queue.
         let holders = operations.map { (($0 as? AsyncOperation)?.holdersOfAwaitedCategories() ?? []) }
         let executingHolders = holders.joined().filter { $0.holder.isExecuting }.map(\.holder)
+        let watched = Set(operations.map(ObjectIdentifier.init))
         let stalled = record.seen.withLock { table -> [(Operation, String)] in
             // Read under the lock: two watches may share the record for a moment (the threshold
             // set again while a look of the old one runs), and times must not go back.
@@ -81,10 +82,11 @@ final class StallWatch: Sendable {
             var next: [ObjectIdentifier: Seen] = [:]
             var stalled: [(Operation, String)] = []
             for holder in executingHolders {
-                // A holder no look saw before (on another queue, or once nobody waited for it)
-                // may have been executing for long: it began at least that long ago.
+                // A holder of another queue that no look saw before (or not since nobody waited
+                // for it) may have been executing for long: it began at least that long ago. One
+                // of this queue's own was seen by every look, so it began since the last.
                 let id = ObjectIdentifier(holder)
-                let unseen = Since(time: now, isLowerBound: true)
+                let unseen = watched.contains(id) ? firstSeen : Since(time: now, isLowerBound: true)
                 next[id] = Seen(executingSince: table.entries[id].map { $0.executingSince ?? firstSeen } ?? unseen)
             }
             for ((operation, snapshot), holders) in zip(snapshots, holders) {

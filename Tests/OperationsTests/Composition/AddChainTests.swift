@@ -54,6 +54,25 @@ private func named<T: Foundation.Operation>(_ name: String, _ operation: T) -> T
         #expect("\(save.errors[0])" == "'save' was not run: 'fetch', before it in the chain, failed: StubError(4)")
     }
 
+    @Test func aGroupLinkWhoseChildrenFailedAlongAChainOfTheirOwn_isTheLinkNamed() {
+        // The group's errors hold its children's, among them an inner link's chain error: the
+        // outer chain names the group, the link that failed, not the inner chain's first link.
+        let download = named("download", ResultBlockOperation<Int> { throw StubError("offline") })
+        let unzip = named("unzip", InputBlockOperation<Int, Int> { $0 })
+        unzip.takeInput(from: download) { $0 }
+        let fetch = named("fetch", GroupOperation(operations: [download, unzip]))
+        let save = named("save", AsyncBlockOperation {})
+
+        AsyncOperationQueue().addChain([fetch, save], waitUntilFinished: true)
+
+        #expect(unzip.errors.compactMap { $0 as? AsyncOperationError } == [.upstreamFailed(operation: "unzip", upstream: "download", reason: "StubError(offline)")])
+        guard case let .upstreamFailed(operation, upstream, _)? = save.errors.first as? AsyncOperationError else {
+            Issue.record("\(save.errors)")
+            return
+        }
+        #expect(operation == "save" && upstream == "fetch", "\(save.errors)")
+    }
+
     @Test func cancellation_stopsTheRest_withErrorsNamingIt() {
         let ran = Counter()
         let fetch = named("fetch", AsyncBlockOperation { ran.increment() })
