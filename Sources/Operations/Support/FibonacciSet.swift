@@ -104,13 +104,11 @@ struct FibonacciSet<Keying: FibonacciKeying> {
     // MARK: - The table
 
     private func home(of element: Element) -> Int {
-        // In 64 bits on every platform (a 32-bit watch included): Fibonacci hashing's top bits.
-        let mixed = Keying.key(of: element) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: mixed >> UInt64(64 - buckets.count.trailingZeroBitCount))
+        OpenAddressing.home(of: Keying.key(of: element), tableSize: buckets.count)
     }
 
     private func next(_ bucket: Int) -> Int {
-        (bucket + 1) & (buckets.count - 1)
+        OpenAddressing.next(bucket, tableSize: buckets.count)
     }
 
     /// Moves later entries of the probe run back into the emptied `gap`, so that every entry
@@ -119,10 +117,7 @@ struct FibonacciSet<Keying: FibonacciKeying> {
         var gap = gap
         var bucket = next(gap)
         while let occupant = buckets[bucket] {
-            let home = home(of: occupant)
-            // Move it if its home is not in the cyclic range (gap, bucket].
-            let homeIsAfterGap = gap <= bucket ? (home > gap && home <= bucket) : (home > gap || home <= bucket)
-            if !homeIsAfterGap {
+            if !OpenAddressing.staysAfterGap(home: home(of: occupant), gap: gap, bucket: bucket) {
                 buckets[gap] = occupant
                 buckets[bucket] = nil
                 gap = bucket

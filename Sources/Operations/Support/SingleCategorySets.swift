@@ -9,7 +9,9 @@
 /// spelling ("é" composed or not), and the condition must report the spelling it was given (a
 /// `FileCategoryLock` names its files after it). Names often differ in one character only
 /// ("db.0", "db.1"), so each remembered name keeps a fingerprint of its bytes, and only a name
-/// with the same fingerprint is compared in full.
+/// with the same fingerprint is compared in full. Before that, the very string met before (the
+/// usual call passes a constant or a stored name) is found by its storage alone: the memo keeps
+/// the caller's own string, so it keeps that string's buffer alive while it remembers it.
 package enum SingleCategorySets {
     /// How many names each thread remembers.
     static let memoSize = 8
@@ -30,7 +32,7 @@ package enum SingleCategorySets {
         }
         var name = name // `withUTF8` may make it contiguous first
         let (fingerprint, index) = name.withUTF8 { bytes in
-            let fingerprint = Self.fingerprint(of: bytes)
+            let fingerprint = NameFingerprint.of(bytes).hash
             return (fingerprint, PerThreadState.withCurrent { memo in rememberedIndex(bytes, fingerprint: fingerprint, in: memo) })
         }
         let memo = PerThreadState.current
@@ -81,14 +83,5 @@ package enum SingleCategorySets {
             return false
         }
         return true
-    }
-
-    /// FNV-1a over the bytes, with their count: a few instructions per byte, no `Hasher`.
-    private static func fingerprint(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(bytes.count)
-        for byte in bytes {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-        }
-        return hash
     }
 }

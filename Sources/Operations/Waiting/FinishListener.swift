@@ -15,7 +15,8 @@ final class FinishListener: FinishWatcher {
     private let handler = Locked<(@Sendable () -> Void)?>.make(nil)
     /// Where it is told among the watched operation's other dependents, if it stands for an
     /// operation waiting on a serial queue (a gated plain one): by that operation's ticket, as
-    /// the queue's own waiting operations are. Otherwise it is told first.
+    /// that queue's own waiting operations are. Otherwise it is told with the dependents of
+    /// normal priority, before those waiting on a serial queue.
     let serialQueueTicket: UInt64?
 
     /// `serialQueueTicket`: the ticket, on a serial queue, of the operation it listens for.

@@ -86,7 +86,7 @@ struct BreakProbeTests5 {
         let message = DiagnosticsLog.shared.diagnostics(about: waiterName).first?.message ?? ""
         #expect(message.contains("'\(holderName)' has been executing for at least "), "\(message)")
         #expect(message.contains("has waited at least "), "\(message)")
-        let seconds = Self.secondsExecuting(of: holderName, in: message)
+        let seconds = secondsExecuting(of: holderName, in: message)
         #expect((seconds ?? 0) >= 0.1, "the report does not say how long '\(holderName)' has been executing: \(message)")
         held.finish(holderName)
         #expect(waitUntilFinished([holder, waiter], timeout: 10))
@@ -123,13 +123,6 @@ struct BreakProbeTests5 {
         #expect(stalledReports() == 1, "reported \(stalledReports()) times")
         held.finish(holderName)
         #expect(waitUntilFinished([holder, waiter], timeout: 10))
-    }
-
-    /// The seconds in "'`holder`' has been executing for [at least] N s", if `message` says it.
-    private static func secondsExecuting(of holder: String, in message: String) -> Double? {
-        guard let range = message.range(of: "'\(holder)' has been executing for at least ") ?? message.range(of: "'\(holder)' has been executing for ") else { return nil }
-        let number = message[range.upperBound...].prefix { $0.isNumber || $0 == "." }
-        return Double(number)
     }
 
     // MARK: - GroupOperation.progress

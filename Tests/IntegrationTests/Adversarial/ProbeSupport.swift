@@ -292,3 +292,11 @@ final class ManuallyFinishedOperation: Operation, @unchecked Sendable {
         didChangeValue(forKey: "isFinished")
     }
 }
+
+/// How many seconds a stall report says `holder` has been executing ("has been executing for
+/// [at least] N s"), if it says. Shared by the probe suites.
+func secondsExecuting(of holder: String, in message: String) -> Double? {
+    guard let range = message.range(of: "'\(holder)' has been executing for ") else { return nil }
+    let rest = message[range.upperBound...].replacingOccurrences(of: "at least ", with: "")
+    return Double(rest.prefix { $0.isNumber || $0 == "." })
+}

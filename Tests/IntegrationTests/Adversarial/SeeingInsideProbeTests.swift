@@ -1181,7 +1181,7 @@ private struct TaggedLogger: OperationLogger {
         // Then the second report's holder time covers what the watch saw of it, over a second more
         // than the second waiter waited, or says "at least"
         let message = DiagnosticsLog.shared.diagnostics(about: secondName).first?.message ?? ""
-        let executing = try #require(Self.secondsExecuting(of: holderName, in: message), "\(message)")
+        let executing = try #require(secondsExecuting(of: holderName, in: message), "\(message)")
         let waited = try #require(Self.secondsWaited(in: message), "\(message)")
         #expect(executing >= waited + 0.9 || message.contains("executing for at least"), "\(message)")
         queue.stallReportThreshold = nil
@@ -1385,13 +1385,6 @@ private struct TaggedLogger: OperationLogger {
     /// How many seconds a stall report says its operation has waited, if it says.
     private static func secondsWaited(in message: String) -> Double? {
         guard let range = message.range(of: "has waited ") else { return nil }
-        let rest = message[range.upperBound...].replacingOccurrences(of: "at least ", with: "")
-        return Double(rest.prefix { $0.isNumber || $0 == "." })
-    }
-
-    /// How many seconds a stall report says `holder` has been executing, if it says.
-    private static func secondsExecuting(of holder: String, in message: String) -> Double? {
-        guard let range = message.range(of: "'\(holder)' has been executing for ") else { return nil }
         let rest = message[range.upperBound...].replacingOccurrences(of: "at least ", with: "")
         return Double(rest.prefix { $0.isNumber || $0 == "." })
     }

@@ -62,6 +62,44 @@ import TestSupport
         #expect(table["Kelvin"] == 2)
     }
 
+    /// Spellings Swift holds equal: composed and decomposed, singletons that decompose to ASCII,
+    /// combining marks in either order.
+    private static let equivalentSpellings: [[String]] = [
+        ["caf\u{E9}", "cafe\u{301}"],
+        ["\u{212A}", "K"], // Kelvin sign
+        ["\u{212B}", "\u{C5}", "A\u{30A}"], // Angstrom sign
+        ["a\u{37E}", "a;"], // Greek question mark
+        ["e\u{301}\u{327}", "e\u{327}\u{301}", "\u{E9}\u{327}", "\u{229}\u{301}"],
+        ["\u{65E5}\u{672C}"], // not ASCII, nothing equivalent
+    ]
+
+    @Test func equivalentSpellings_haveOneFingerprint() {
+        for spellings in Self.equivalentSpellings {
+            let fingerprints = Set(spellings.map { CategoryTable<Int>.Key($0).fingerprint })
+            #expect(fingerprints.count == 1, "\(spellings.map { Array($0.unicodeScalars) })")
+        }
+    }
+
+    @Test func mixedSpellings_insertedUpdatedAndRemoved_agreeWithADictionary() {
+        var table = CategoryTable<Int>()
+        var expected: [String: Int] = [:]
+        var random = SplitMix64(seed: 50)
+        let names = Self.equivalentSpellings.flatMap { $0 } + (0..<40).map { "ascii.\($0)" }
+        for step in 0..<20_000 {
+            let name = names[Int(random.next() % UInt64(names.count))]
+            let newValue: Int? = random.next() % 3 == 0 ? nil : step
+            table.update(name) { $0 = newValue }
+            expected[name] = newValue
+            guard table.count == expected.count, table[name] == expected[name] else {
+                Issue.record("disagrees with a Dictionary at step \(step), on \(Array(name.unicodeScalars))")
+                return
+            }
+        }
+        for name in names {
+            #expect(table[name] == expected[name], "\(Array(name.unicodeScalars))")
+        }
+    }
+
     @Test func removingFromALongProbeRun_keepsEveryOtherEntryReachable() {
         var table = CategoryTable<Int>()
         let names = (0..<2_000).map { "category-\($0)" }

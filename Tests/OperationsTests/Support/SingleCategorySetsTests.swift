@@ -26,12 +26,15 @@ import Testing
     }
 
     @Test func aNameChangedInPlaceAfterItWasRemembered_getsTheSetOfItsNewSpelling() {
-        var name = "single.category.changed.in.place" // too long to be stored inline
-        #expect(SingleCategorySets.set(of: name) == [name])
-        name.append("!") // the memo shares the old buffer: this writes a copy
-        #expect(SingleCategorySets.set(of: name) == ["single.category.changed.in.place!"])
+        // A buffer of its own with room to spare, which a change of one character at the end
+        // would reuse were it not shared: the memo must not be fooled by the same buffer and count.
+        var name = String(repeating: "n", count: 40)
+        name.reserveCapacity(100)
+        #expect(SingleCategorySets.set(of: name) == [String(repeating: "n", count: 40)])
         name.removeLast()
-        #expect(SingleCategorySets.set(of: name) == ["single.category.changed.in.place"])
+        name.append("m") // same count
+        #expect(SingleCategorySets.set(of: name) == [String(repeating: "n", count: 39) + "m"])
+        #expect(SingleCategorySets.set(of: String(repeating: "n", count: 40)) == [String(repeating: "n", count: 40)])
     }
 
     @Test func canonicallyEquivalentSpellings_eachKeepTheirOwnBytes() throws {
