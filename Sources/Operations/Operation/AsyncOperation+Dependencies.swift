@@ -105,7 +105,8 @@ extension AsyncOperation {
 
     /// Where a dependent released with others is told: by slot priority; on a serial queue (or
     /// not on a queue of ours) at normal priority, then by its ticket there. A listener for a
-    /// gated plain operation stands where that operation's ticket puts it; other listeners first.
+    /// gated plain operation stands where that operation's ticket puts it; any other listener at
+    /// normal priority with ticket 0, before every serial queue's dependents.
     private static func notificationRank(of watcher: (any FinishWatcher)?) -> (slot: UInt64, ticket: UInt64) {
         if let listener = watcher as? FinishListener {
             return (SlotLine.rank(of: .normal), listener.serialQueueTicket ?? 0)
